@@ -1,0 +1,97 @@
+/// @file
+/// @brief Non-owning, trivially copyable views of images and LOR arrays.
+/// The same views describe host memory (CPU backend) and device memory
+/// (GPU backend); the backend that receives them checks where they point.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/core/image_geometry.hpp"
+#include "resproj/core/span.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+
+/// An image: `geometry.num_voxels()` values of type T (C order) at `data`.
+/// `image_view<const T>` is constructible from `image_view<T>`.
+template <class T> struct image_view {
+  T *data = nullptr;
+  image_geometry geometry;
+
+  image_view(T *data_, const image_geometry &geometry_) noexcept
+      : data(data_), geometry(geometry_) {}
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> &&
+                                              !std::is_same_v<U, T>>>
+  image_view(const image_view<U> &other) noexcept
+      : data(other.data), geometry(other.geometry) {}
+
+  /// All voxels as a span.
+  span<T> values() const noexcept {
+    return span<T>(data, std::size_t(geometry.num_voxels()));
+  }
+};
+
+/// `count` lines of response: starts `[x0 y0 z0 x1 y1 z1 ...]` and ends in
+/// the same layout (3 * count values each). Coordinates are in the image's
+/// length unit; axis k of a point is image axis k.
+/// `lor_view<const T>` is constructible from `lor_view<T>`.
+template <class T> struct lor_view {
+  T *starts = nullptr;
+  T *ends = nullptr;
+  std::size_t count = 0;
+
+  constexpr lor_view() noexcept = default;
+  RESPROJ_HD constexpr lor_view(T *starts_, T *ends_, std::size_t count_) noexcept
+      : starts(starts_), ends(ends_), count(count_) {}
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> &&
+                                              !std::is_same_v<U, T>>>
+  RESPROJ_HD constexpr lor_view(const lor_view<U> &other) noexcept
+      : starts(other.starts), ends(other.ends), count(other.count) {}
+
+  /// LORs `[first, first + n)` of this view (unchecked).
+  RESPROJ_HD constexpr lor_view subview(std::size_t first,
+                                        std::size_t n) const noexcept {
+    return lor_view(starts + 3 * first, ends + 3 * first, n);
+  }
+};
+
+static_assert(std::is_trivially_copyable_v<image_view<float>>);
+static_assert(std::is_trivially_copyable_v<lor_view<const float>>);
+
+namespace detail {
+
+/// Checks a LOR view: both pointers non-null unless count is 0.
+/// @throws invalid_argument naming `name`.starts / `name`.ends.
+template <class T> void check_lors(const lor_view<T> &lors, const char *name) {
+  if (lors.count == 0)
+    return;
+  if (lors.starts == nullptr)
+    throw_invalid(std::string(name) + ".starts",
+                  "null pointer with count " + std::to_string(lors.count));
+  if (lors.ends == nullptr)
+    throw_invalid(std::string(name) + ".ends",
+                  "null pointer with count " + std::to_string(lors.count));
+}
+
+/// Checks an image view: non-null data.
+template <class T> void check_image(const image_view<T> &image, const char *name) {
+  if (image.data == nullptr)
+    throw_invalid(std::string(name) + ".data", "null pointer");
+}
+
+/// Checks that `s` holds at least `needed` elements and is non-null if so.
+template <class T>
+void check_span(const span<T> &s, std::size_t needed, const char *name) {
+  if (s.size() < needed)
+    throw_invalid(name, "too small: holds " + std::to_string(s.size()) +
+                            " elements, needs " + std::to_string(needed));
+  if (needed > 0 && s.data() == nullptr)
+    throw_invalid(name, "null pointer with size " + std::to_string(s.size()));
+}
+
+} // namespace detail
+
+RESPROJ_NAMESPACE_END

@@ -1,0 +1,159 @@
+/// @file
+/// @brief CPU backend: non-TOF Joseph forward and back projection over a LOR
+/// view, OpenMP-parallel over LORs (serial without OpenMP). Runs the same
+/// per-LOR math (math/joseph.hpp) as the GPU backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/views.hpp"
+#include "resproj/math/joseph.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+RESPROJ_NAMESPACE_BEGIN
+namespace cpu {
+
+/// How back projection accumulates into the shared image.
+enum class back_accumulation {
+  /// Every thread adds into the image with `omp atomic` (no extra memory).
+  atomic,
+  /// Every thread adds into its own zeroed copy of the image; the copies
+  /// are summed at the end (one extra image per thread).
+  thread_images,
+};
+
+/// Options of the CPU projectors.
+struct options {
+  /// Accumulation of `back`. Atomics measured faster on the reference
+  /// problem (see README, "CPU backend"), so they are the default.
+  back_accumulation accumulation = back_accumulation::atomic;
+  /// OpenMP threads; 0 = the OpenMP default.
+  int num_threads = 0;
+};
+
+namespace detail {
+template <class T> struct identity {
+  using type = T;
+};
+template <class T> using identity_t = typename identity<T>::type;
+
+inline int thread_count(const options &opt) {
+#if defined(_OPENMP)
+  return opt.num_threads > 0 ? opt.num_threads : omp_get_max_threads();
+#else
+  (void)opt;
+  return 1;
+#endif
+}
+} // namespace detail
+
+/// Forward projection: `out[i]` = line integral of `image` along LOR i
+/// (Joseph's method). Overwrites `out[0 .. lors.count)`.
+/// @param image  image in host memory
+/// @param lors   LORs in host memory
+/// @param out    output, at least `lors.count` values
+/// @param opt    thread count
+/// @throws invalid_argument on a null pointer or a too-small `out`, before
+///         anything is written.
+/// Synchronous; thread-safe for distinct outputs.
+template <class T>
+void forward(image_view<const detail::identity_t<T>> image,
+             lor_view<const detail::identity_t<T>> lors, span<T> out,
+             const options &opt = {}) {
+  resproj::detail::check_image(image, "image");
+  resproj::detail::check_lors(lors, "lors");
+  resproj::detail::check_span(out, lors.count, "out");
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const auto n = static_cast<std::int64_t>(lors.count);
+  const T *img = image.data;
+  const int threads = detail::thread_count(opt);
+  (void)threads;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+#endif
+  for (std::int64_t i = 0; i < n; ++i) {
+    T a[3], b[3];
+    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    out[std::size_t(i)] = math::forward_lor(grid, img, a, b);
+  }
+}
+
+/// Back projection: adds `values[i]` times the weights of LOR i into
+/// `image` (exact transpose of `forward`). Accumulates: zero the image first
+/// for a plain back projection.
+/// @param image   image in host memory, updated in place
+/// @param lors    LORs in host memory
+/// @param values  at least `lors.count` values
+/// @param opt     threads and accumulation strategy
+/// @throws invalid_argument on a null pointer or too few values, before
+///         anything is written.
+/// Synchronous; not thread-safe for the same image.
+template <class T>
+void back(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+          span<const detail::identity_t<T>> values, const options &opt = {}) {
+  resproj::detail::check_image(image, "image");
+  resproj::detail::check_lors(lors, "lors");
+  resproj::detail::check_span(values, lors.count, "values");
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const auto n = static_cast<std::int64_t>(lors.count);
+  const int threads = detail::thread_count(opt);
+  T *img = image.data;
+
+  if (opt.accumulation == back_accumulation::thread_images && threads > 1) {
+    const std::int64_t nv = image.geometry.num_voxels();
+    std::vector<T> copies(std::size_t(nv) * std::size_t(threads - 1), T(0));
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#if defined(_OPENMP)
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+      T *mine = tid == 0 ? img : copies.data() + std::size_t(tid - 1) * nv;
+      auto add = [](T *voxel, T amount) { *voxel += amount; };
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 256)
+#endif
+      for (std::int64_t i = 0; i < n; ++i) {
+        T a[3], b[3];
+        math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+        math::back_lor(grid, mine, a, b, values[std::size_t(i)], add);
+      }
+      // Reduce the copies into the image, voxel ranges split over threads.
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+      for (std::int64_t v = 0; v < nv; ++v)
+        for (int c = 0; c < threads - 1; ++c)
+          img[v] += copies[std::size_t(c) * nv + v];
+    }
+    return;
+  }
+
+  auto add = [](T *voxel, T amount) {
+#if defined(_OPENMP)
+#pragma omp atomic
+#endif
+    *voxel += amount;
+  };
+  (void)threads;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+#endif
+  for (std::int64_t i = 0; i < n; ++i) {
+    T a[3], b[3];
+    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    math::back_lor(grid, img, a, b, values[std::size_t(i)], add);
+  }
+}
+
+} // namespace cpu
+RESPROJ_NAMESPACE_END

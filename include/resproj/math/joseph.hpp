@@ -1,0 +1,248 @@
+/// @file
+/// @brief Joseph's method for one LOR (spec/projection.md): principal axis,
+/// ray/box clipping, sampled plane range, bilinear sample and its transpose.
+/// The one implementation of the numbers, used by every backend.
+#pragma once
+
+#include <cstdint>
+
+#include "resproj/core/config.hpp"
+#include "resproj/math/fp.hpp"
+#include "resproj/math/image_grid.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace math {
+
+/// The discrete decisions for one LOR, and the affine maps from plane index
+/// to position that the samples need. Planes `first_plane..last_plane`
+/// (inclusive) along `axis` are sampled; none when `first_plane > last_plane`.
+template <class T> struct joseph_ray {
+  int axis = 1;                  ///< principal axis d
+  std::int64_t first_plane = 1;  ///< first sampled plane index
+  std::int64_t last_plane = 0;   ///< last sampled plane index
+  /// Fractional voxel index on the first other axis (the lower-numbered
+  /// one) at plane p is `u0 + p * du`; likewise `v0 + p * dv` on the second.
+  T u0 = 0, du = 0, v0 = 0, dv = 0;
+  std::int64_t stride_plane = 0, stride_u = 0, stride_v = 0;
+  std::int64_t size_u = 0, size_v = 0;
+  /// Path length per plane step: `s_d / |cos theta_d|`.
+  T step = 0;
+  /// Parameter along the LOR (0 at the start, 1 at the end) of the sample
+  /// on plane p: `t0 + p * dt`; `length` = |b - a|. Used by TOF.
+  T t0 = 0, dt = 0, length = 0;
+
+  RESPROJ_HD bool empty() const noexcept { return first_plane > last_plane; }
+  RESPROJ_HD std::int64_t num_planes() const noexcept {
+    return empty() ? 0 : last_plane - first_plane + 1;
+  }
+};
+
+/// Principal axis of direction `d`: largest |d_k|; ties: 1 beats 0 and 2,
+/// 2 beats 0.
+template <class T> RESPROJ_HD int principal_axis(const T d[3]) noexcept {
+  const T a0 = abs_of(d[0]), a1 = abs_of(d[1]), a2 = abs_of(d[2]);
+  int axis = 1;
+  T best = a1;
+  if (a2 > best) {
+    axis = 2;
+    best = a2;
+  }
+  if (a0 > best)
+    axis = 0;
+  return axis;
+}
+
+/// Clips the segment a + t (b - a), t in [0, 1], against the closed image
+/// box (slab method). Returns false if it misses. Division only, no
+/// multiply-add: the result is the same on every backend.
+template <class T>
+RESPROJ_HD bool clip_to_box(const image_grid<T> &g, const T a[3], const T d[3],
+                            T &t_in, T &t_out) noexcept {
+  T lo = 0, hi = 1;
+  for (int k = 0; k < 3; ++k) {
+    if (d[k] == T(0)) {
+      if (a[k] < g.box_min[k] || a[k] > g.box_max[k])
+        return false;
+      continue;
+    }
+    T t1 = (g.box_min[k] - a[k]) / d[k];
+    T t2 = (g.box_max[k] - a[k]) / d[k];
+    if (t1 > t2) {
+      const T tmp = t1;
+      t1 = t2;
+      t2 = tmp;
+    }
+    if (t1 > lo)
+      lo = t1;
+    if (t2 < hi)
+      hi = t2;
+  }
+  t_in = lo;
+  t_out = hi;
+  return lo <= hi; // false for NaN too
+}
+
+/// Sets up the Joseph walk of LOR a -> b. All discrete decisions (axis,
+/// plane range) are taken here with uncontracted arithmetic.
+template <class T>
+RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
+                                         const T b[3]) noexcept {
+  joseph_ray<T> r;
+  const T d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+  const int ax = principal_axis(d);
+  r.axis = ax;
+  if (d[ax] == T(0))
+    return r; // zero length
+  T t_in, t_out;
+  if (!clip_to_box(g, a, d, t_in, t_out))
+    return r;
+  // Entry and exit along the principal axis in plane units.
+  T f_in = (a[ax] + mul_no_contract(t_in, d[ax]) - g.origin[ax]) / g.voxel_size[ax];
+  T f_out = (a[ax] + mul_no_contract(t_out, d[ax]) - g.origin[ax]) / g.voxel_size[ax];
+  if (f_in > f_out) {
+    const T tmp = f_in;
+    f_in = f_out;
+    f_out = tmp;
+  }
+  std::int64_t first = std::int64_t(floor_of(f_in)) + 1;
+  std::int64_t last = std::int64_t(floor_of(f_out));
+  // Rounding can only push the edges by an ulp; keep indices in the image.
+  if (first < 0)
+    first = 0;
+  if (last > g.shape[ax] - 1)
+    last = g.shape[ax] - 1;
+  r.first_plane = first;
+  r.last_plane = last;
+  if (first > last)
+    return r;
+
+  const int au = ax == 0 ? 1 : 0;
+  const int av = ax == 2 ? 1 : 2;
+  r.stride_plane = g.stride[ax];
+  r.stride_u = g.stride[au];
+  r.stride_v = g.stride[av];
+  r.size_u = g.shape[au];
+  r.size_v = g.shape[av];
+  // World coordinate of plane p along d: origin_d + p * s_d.
+  // t(p) = (origin_d + p s_d - a_d) / d_d; x_k(p) = a_k + t(p) d_k.
+  const T inv_dd = T(1) / d[ax];
+  r.t0 = (g.origin[ax] - a[ax]) * inv_dd;
+  r.dt = g.voxel_size[ax] * inv_dd;
+  r.u0 = (a[au] + r.t0 * d[au] - g.origin[au]) / g.voxel_size[au];
+  r.du = r.dt * d[au] / g.voxel_size[au];
+  r.v0 = (a[av] + r.t0 * d[av] - g.origin[av]) / g.voxel_size[av];
+  r.dv = r.dt * d[av] / g.voxel_size[av];
+  r.length = sqrt_of(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+  r.step = g.voxel_size[ax] * r.length / abs_of(d[ax]);
+  return r;
+}
+
+/// Bilinear interpolation weights and voxel offsets of the sample on plane
+/// p, with out-of-image neighbours given weight 0 and offset 0.
+template <class T> struct bilinear_stencil {
+  std::int64_t offset[4];
+  T weight[4];
+};
+
+template <class T>
+RESPROJ_HD bilinear_stencil<T> stencil_at(const joseph_ray<T> &r,
+                                          std::int64_t p) noexcept {
+  const T u = r.u0 + T(p) * r.du;
+  const T v = r.v0 + T(p) * r.dv;
+  const T fu_floor = floor_of(u), fv_floor = floor_of(v);
+  const std::int64_t iu = std::int64_t(fu_floor), iv = std::int64_t(fv_floor);
+  const T wu1 = u - fu_floor, wv1 = v - fv_floor;
+  const T wu0 = T(1) - wu1, wv0 = T(1) - wv1;
+  const bool u0_in = iu >= 0 && iu < r.size_u;
+  const bool u1_in = iu + 1 >= 0 && iu + 1 < r.size_u;
+  const bool v0_in = iv >= 0 && iv < r.size_v;
+  const bool v1_in = iv + 1 >= 0 && iv + 1 < r.size_v;
+  const std::int64_t base = p * r.stride_plane + iu * r.stride_u + iv * r.stride_v;
+  bilinear_stencil<T> s;
+  s.offset[0] = base;
+  s.offset[1] = base + r.stride_u;
+  s.offset[2] = base + r.stride_v;
+  s.offset[3] = base + r.stride_u + r.stride_v;
+  s.weight[0] = (u0_in && v0_in) ? wu0 * wv0 : T(0);
+  s.weight[1] = (u1_in && v0_in) ? wu1 * wv0 : T(0);
+  s.weight[2] = (u0_in && v1_in) ? wu0 * wv1 : T(0);
+  s.weight[3] = (u1_in && v1_in) ? wu1 * wv1 : T(0);
+  for (int i = 0; i < 4; ++i)
+    if (s.weight[i] == T(0))
+      s.offset[i] = 0; // never dereference outside the image
+  return s;
+}
+
+/// Bilinear sample of the image on plane p (zero-padded image).
+template <class T>
+RESPROJ_HD T sample(const T *image, const joseph_ray<T> &r, std::int64_t p) noexcept {
+  const bilinear_stencil<T> s = stencil_at(r, p);
+  T acc = 0;
+  for (int i = 0; i < 4; ++i)
+    if (s.weight[i] != T(0))
+      acc += s.weight[i] * image[s.offset[i]];
+  return acc;
+}
+
+/// Transpose of `sample`: adds `value * weight` to each in-image neighbour
+/// through `add(T* voxel, T amount)` (plain or atomic, backend's choice).
+template <class T, class Add>
+RESPROJ_HD void scatter(T *image, const joseph_ray<T> &r, std::int64_t p,
+                        T value, Add &&add) noexcept {
+  const bilinear_stencil<T> s = stencil_at(r, p);
+  for (int i = 0; i < 4; ++i)
+    if (s.weight[i] != T(0))
+      add(image + s.offset[i], value * s.weight[i]);
+}
+
+/// Non-TOF forward projection of one LOR over planes
+/// `first, first + stride, ...` up to `ray.last_plane` (stride > 1 lets
+/// several threads share a LOR; they add their partial sums).
+template <class T>
+RESPROJ_HD T forward_planes(const T *image, const joseph_ray<T> &r,
+                            std::int64_t first, std::int64_t stride) noexcept {
+  T acc = 0;
+  for (std::int64_t p = first; p <= r.last_plane; p += stride)
+    acc += sample(image, r, p);
+  return acc * r.step;
+}
+
+/// Non-TOF back projection of `value` along one LOR, planes as in
+/// `forward_planes`.
+template <class T, class Add>
+RESPROJ_HD void back_planes(T *image, const joseph_ray<T> &r, T value,
+                            std::int64_t first, std::int64_t stride,
+                            Add &&add) noexcept {
+  const T v = value * r.step;
+  for (std::int64_t p = first; p <= r.last_plane; p += stride)
+    scatter(image, r, p, v, add);
+}
+
+/// Loads LOR i of `starts`/`ends` (xyz triplets) into a and b.
+template <class T>
+RESPROJ_HD void load_lor(const T *starts, const T *ends, std::size_t i, T a[3],
+                         T b[3]) noexcept {
+  for (int k = 0; k < 3; ++k) {
+    a[k] = starts[3 * i + k];
+    b[k] = ends[3 * i + k];
+  }
+}
+
+/// Non-TOF forward projection of LOR a -> b.
+template <class T>
+RESPROJ_HD T forward_lor(const image_grid<T> &g, const T *image, const T a[3],
+                         const T b[3]) noexcept {
+  const joseph_ray<T> r = make_joseph_ray(g, a, b);
+  return forward_planes(image, r, r.first_plane, 1);
+}
+
+/// Non-TOF back projection of `value` along LOR a -> b.
+template <class T, class Add>
+RESPROJ_HD void back_lor(const image_grid<T> &g, T *image, const T a[3],
+                         const T b[3], T value, Add &&add) noexcept {
+  const joseph_ray<T> r = make_joseph_ray(g, a, b);
+  back_planes(image, r, value, r.first_plane, 1, add);
+}
+
+} // namespace math
+RESPROJ_NAMESPACE_END
