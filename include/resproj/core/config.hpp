@@ -26,7 +26,13 @@
 #define RESPROJ_IN_DEVICE_CODE 0
 #endif
 
-#define RESPROJ_FORCEINLINE inline
+/// Kernel declarations: hidden visibility, so two shared libraries that
+/// both include resproj do not resolve each other's kernel stubs.
+#if RESPROJ_DEVICE_COMPILER && defined(__GNUC__)
+#define RESPROJ_KERNEL __global__ __attribute__((visibility("hidden")))
+#elif RESPROJ_DEVICE_COMPILER
+#define RESPROJ_KERNEL __global__
+#endif
 
 /// All host code lives in an inline ABI namespace, so that two shared
 /// libraries built against different resproj versions do not clash.

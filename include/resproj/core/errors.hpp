@@ -35,7 +35,7 @@ public:
 };
 
 /// A GPU runtime call failed. Defined here so host-only code can catch it;
-/// thrown only by `resproj::gpu`. See gpu/errors.cuh for the subtypes.
+/// thrown only by `resproj::gpu`. See gpu/error.cuh for the subtypes.
 class gpu_error : public error {
 public:
   gpu_error(const std::string &what, int code) : error(what), code_(code) {}

@@ -43,6 +43,23 @@ template <class T> struct identity {
 };
 template <class T> using identity_t = typename identity<T>::type;
 
+/// Plain accumulation (one writer per image copy). A named functor, not a
+/// lambda: lambdas are constexpr, which nvcc rejects inside the
+/// __host__ __device__ math when this header is compiled as CUDA.
+struct plain_add {
+  template <class T> void operator()(T *voxel, T amount) const { *voxel += amount; }
+};
+
+/// Accumulation shared by all threads.
+struct atomic_add {
+  template <class T> void operator()(T *voxel, T amount) const {
+#if defined(_OPENMP)
+#pragma omp atomic
+#endif
+    *voxel += amount;
+  }
+};
+
 inline int thread_count(const options &opt) {
 #if defined(_OPENMP)
   return opt.num_threads > 0 ? opt.num_threads : omp_get_max_threads();
@@ -118,7 +135,7 @@ void back(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
       const int tid = 0;
 #endif
       T *mine = tid == 0 ? img : copies.data() + std::size_t(tid - 1) * nv;
-      auto add = [](T *voxel, T amount) { *voxel += amount; };
+      const detail::plain_add add;
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 256)
 #endif
@@ -138,12 +155,7 @@ void back(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
     return;
   }
 
-  auto add = [](T *voxel, T amount) {
-#if defined(_OPENMP)
-#pragma omp atomic
-#endif
-    *voxel += amount;
-  };
+  const detail::atomic_add add;
   (void)threads;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads)

@@ -96,9 +96,11 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
   T t_in, t_out;
   if (!clip_to_box(g, a, d, t_in, t_out))
     return r;
-  // Entry and exit along the principal axis in plane units.
-  T f_in = (a[ax] + mul_no_contract(t_in, d[ax]) - g.origin[ax]) / g.voxel_size[ax];
-  T f_out = (a[ax] + mul_no_contract(t_out, d[ax]) - g.origin[ax]) / g.voxel_size[ax];
+  // Entry and exit along the principal axis in plane units. At t == 1 the
+  // point is b itself: a + 1 * (b - a) can miss b by an ulp and drop (or
+  // add) the plane of an end point lying exactly on a plane centre.
+  T f_in = ((t_in == T(1) ? b[ax] : a[ax] + mul_no_contract(t_in, d[ax])) - g.origin[ax]) / g.voxel_size[ax];
+  T f_out = ((t_out == T(1) ? b[ax] : a[ax] + mul_no_contract(t_out, d[ax])) - g.origin[ax]) / g.voxel_size[ax];
   if (f_in > f_out) {
     const T tmp = f_in;
     f_in = f_out;

@@ -1,0 +1,15 @@
+/// @file
+/// @brief The CUDA backend (namespace resproj::gpu). Needs nvcc.
+#pragma once
+
+#include "resproj/gpu/device.cuh"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/error.cuh"
+#include "resproj/gpu/event.cuh"
+#include "resproj/gpu/launch.cuh"
+#include "resproj/gpu/lor_streamer.cuh"
+#include "resproj/gpu/memory_pool.cuh"
+#include "resproj/gpu/pinned_buffer.cuh"
+#include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stream.cuh"

@@ -1,0 +1,245 @@
+/// @file
+/// @brief `lor_streamer<T>`: projection of LORs that live in host memory
+/// (STIR-style callers), streamed through preallocated pinned and device
+/// staging with the copy of one chunk overlapping the compute of another.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/core/span.hpp"
+#include "resproj/core/views.hpp"
+#include "resproj/gpu/device.cuh"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/error.cuh"
+#include "resproj/gpu/event.cuh"
+#include "resproj/gpu/pinned_buffer.cuh"
+#include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stream.cuh"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace gpu {
+
+/// Streams host-resident LORs through the GPU in chunks of at most
+/// `max_chunk` LORs. Owns, per pipeline slot, pinned host staging, device
+/// staging and a non-blocking stream; nothing is allocated per call.
+///
+/// Pipeline (per chunk k, slot k mod slots): host copy into pinned staging
+/// (skipped when the caller's array is already pinned), host-to-device
+/// copy, kernel, device-to-host copy of the results, all on the slot's
+/// stream, so the transfers of chunk k+1 overlap the kernel of chunk k.
+///
+/// Every call is HOST-BLOCKING: it returns when the results are in the
+/// caller's host arrays and the host arrays may be reused. Not
+/// graph-capturable. Thread safety: one call at a time per streamer (use
+/// one streamer per host thread). The streamer's memory lives on the
+/// device that was current at construction; images must be on that device.
+template <class T> class lor_streamer {
+public:
+  /// @param max_chunk  LORs per chunk (staging capacity), > 0
+  /// @param slots      pipeline depth (>= 2)
+  /// @param options    thread-to-LOR mapping of the kernels (`rows` is
+  ///                    ignored: chunks are taken in memory order)
+  /// @throws invalid_argument for max_chunk == 0 or slots < 2;
+  ///         gpu_out_of_memory if staging cannot be allocated.
+  /// Synchronises the new streams once (allocation is complete on return).
+  explicit lor_streamer(std::size_t max_chunk, int slots = 3,
+                        const launch_options &options = {})
+      : max_chunk_(max_chunk), device_(current_device()), options_(options) {
+    options_.rows = 0;
+    if (max_chunk == 0)
+      resproj::detail::throw_invalid("max_chunk", "must be > 0");
+    if (slots < 2)
+      resproj::detail::throw_invalid("slots", "must be >= 2 (got " +
+                                                  std::to_string(slots) + ")");
+    slots_.reserve(std::size_t(slots));
+    for (int i = 0; i < slots; ++i)
+      slots_.emplace_back(max_chunk);
+    for (auto &sl : slots_)
+      sl.stream.synchronize();
+  }
+
+  std::size_t max_chunk() const noexcept { return max_chunk_; }
+  int device() const noexcept { return device_; }
+
+  /// Forward projection of host LORs: `host_out[i]` = value of LOR i.
+  /// @param image     resident image on the streamer's device
+  /// @param host_lors LORs in host memory (pageable or pinned), any count
+  /// @param host_out  host output, at least `host_lors.count` values
+  /// @param s         stream whose earlier work (e.g. the image upload) the
+  ///                  projection must follow
+  /// @throws invalid_argument (null pointers, device memory given as host
+  ///         arrays, too-small output, image on another device) before any
+  ///         work is enqueued; gpu_error on CUDA failures.
+  /// Host-blocking: returns when `host_out` holds the results.
+  void forward(device_image_view<const T> image, lor_view<const T> host_lors,
+               span<T> host_out, stream_ref s) {
+    check(image, host_lors, host_out.data(), host_out.size(), "host_out", s);
+    run(image, host_lors, s, [&](slot &sl, std::size_t first, std::size_t n) {
+      const bool direct = out_pinned_;
+      T *dst = direct ? host_out.data() + first : sl.h_data.data();
+      gpu::forward<T>(image, sl.lors(n), sl.d_data.span().subspan(0, n), options_,
+                      sl.stream);
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, sl.d_data.data(), n * sizeof(T),
+                                       cudaMemcpyDeviceToHost, sl.stream.get()));
+      sl.pending_out = direct ? nullptr : host_out.data() + first;
+      sl.pending_count = n;
+    });
+  }
+
+  /// Back projection of host LORs with host values (accumulates into the
+  /// image; zero it first for a plain back projection).
+  /// @param image       resident image on the streamer's device
+  /// @param host_lors   LORs in host memory, any count
+  /// @param host_values at least `host_lors.count` values in host memory
+  /// @param s           stream ordering the image's earlier work
+  /// @throws as `forward` ("host_values").
+  /// Host-blocking: returns when the back projection is complete on the GPU.
+  void back(device_image_view<T> image, lor_view<const T> host_lors,
+            span<const T> host_values, stream_ref s) {
+    check(image, host_lors, host_values.data(), host_values.size(), "host_values", s);
+    const bool values_pinned = is_pinned(host_values.data());
+    run(image, host_lors, s, [&](slot &sl, std::size_t first, std::size_t n) {
+      const T *src = host_values.data() + first;
+      if (!values_pinned) {
+        std::memcpy(sl.h_data.data(), src, n * sizeof(T));
+        src = sl.h_data.data();
+      }
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(sl.d_data.data(), src, n * sizeof(T),
+                                       cudaMemcpyHostToDevice, sl.stream.get()));
+      gpu::back<T>(image, sl.lors(n), sl.d_data.cspan().subspan(0, n), options_,
+                   sl.stream);
+      sl.pending_out = nullptr;
+      sl.pending_count = 0;
+    });
+  }
+
+private:
+  struct slot {
+    explicit slot(std::size_t n)
+        : stream(), d_starts(3 * n, stream), d_ends(3 * n, stream), d_data(n, stream),
+          h_starts(3 * n), h_ends(3 * n), h_data(n) {}
+    lor_view<const T> lors(std::size_t n) const {
+      return lor_view<const T>(d_starts.data(), d_ends.data(), n);
+    }
+    gpu::stream stream;
+    device_buffer<T> d_starts, d_ends, d_data;
+    pinned_buffer<T> h_starts, h_ends, h_data;
+    event done;
+    bool busy = false;
+    T *pending_out = nullptr; ///< where h_data must be copied once done
+    std::size_t pending_count = 0;
+  };
+
+  void check(const device_image_view<const T> &image, const lor_view<const T> &lors,
+             const void *data, std::size_t size, const char *name, stream_ref s) {
+    detail::require_explicit_stream(s, "stream");
+    if (image.data == nullptr)
+      resproj::detail::throw_invalid("image.data", "null pointer");
+    if (image.device != device_)
+      resproj::detail::throw_invalid(
+          "image", "on device " + std::to_string(image.device) +
+                       ", the streamer's staging is on device " +
+                       std::to_string(device_));
+    require_device_pointer(image.data, image.device, "image.data");
+    resproj::detail::check_lors(lors, "host_lors");
+    if (size < lors.count)
+      resproj::detail::throw_invalid(name, "too small: holds " + std::to_string(size) +
+                                               " elements, needs " +
+                                               std::to_string(lors.count));
+    if (lors.count > 0 && data == nullptr)
+      resproj::detail::throw_invalid(name, "null pointer");
+    if (lors.count == 0)
+      return;
+    require_host_pointer(lors.starts, "host_lors.starts");
+    require_host_pointer(lors.ends, "host_lors.ends");
+    require_host_pointer(data, name);
+    out_pinned_ = is_pinned(data);
+  }
+
+  static void require_host_pointer(const void *p, const char *name) {
+    const pointer_info info = query_pointer(p);
+    if (info.device_accessible && !is_pinned(p))
+      resproj::detail::throw_invalid(
+          name, "device memory given where host memory is required (use "
+                "gpu::forward/back for device-resident LORs)");
+  }
+
+  /// Waits for a slot's previous chunk and delivers its staged results.
+  static void drain(slot &sl) {
+    if (!sl.busy)
+      return;
+    sl.done.synchronize();
+    if (sl.pending_out != nullptr)
+      std::memcpy(sl.pending_out, sl.h_data.data(), sl.pending_count * sizeof(T));
+    sl.pending_out = nullptr;
+    sl.busy = false;
+  }
+
+  template <class Enqueue>
+  void run(const device_image_view<const T> &image, const lor_view<const T> &lors,
+           stream_ref s, Enqueue &&enqueue) {
+    (void)image;
+    if (lors.count == 0)
+      return;
+    const device_guard guard(device_);
+    // The slots follow the caller's stream (image upload, zeroing, ...).
+    start_.record(s);
+    for (auto &sl : slots_)
+      start_.make_wait(sl.stream);
+    const bool starts_pinned = is_pinned(lors.starts);
+    const bool ends_pinned = is_pinned(lors.ends);
+    try {
+      std::size_t k = 0;
+      for (std::size_t first = 0; first < lors.count; first += max_chunk_, ++k) {
+        const std::size_t n = std::min(max_chunk_, lors.count - first);
+        slot &sl = slots_[k % slots_.size()];
+        drain(sl);
+        const T *src_s = lors.starts + 3 * first;
+        const T *src_e = lors.ends + 3 * first;
+        if (!starts_pinned) {
+          std::memcpy(sl.h_starts.data(), src_s, 3 * n * sizeof(T));
+          src_s = sl.h_starts.data();
+        }
+        if (!ends_pinned) {
+          std::memcpy(sl.h_ends.data(), src_e, 3 * n * sizeof(T));
+          src_e = sl.h_ends.data();
+        }
+        RESPROJ_CUDA_TRY(cudaMemcpyAsync(sl.d_starts.data(), src_s, 3 * n * sizeof(T),
+                                         cudaMemcpyHostToDevice, sl.stream.get()));
+        RESPROJ_CUDA_TRY(cudaMemcpyAsync(sl.d_ends.data(), src_e, 3 * n * sizeof(T),
+                                         cudaMemcpyHostToDevice, sl.stream.get()));
+        enqueue(sl, first, n);
+        sl.done.record(sl.stream);
+        sl.busy = true;
+      }
+      for (auto &sl : slots_)
+        drain(sl);
+    } catch (...) {
+      // Leave the streamer usable: wait for whatever was enqueued.
+      for (auto &sl : slots_) {
+        cudaStreamSynchronize(sl.stream.get());
+        sl.busy = false;
+        sl.pending_out = nullptr;
+      }
+      throw;
+    }
+  }
+
+  std::size_t max_chunk_;
+  int device_;
+  launch_options options_;
+  std::vector<slot> slots_;
+  event start_;
+  bool out_pinned_ = false;
+};
+
+} // namespace gpu
+RESPROJ_NAMESPACE_END

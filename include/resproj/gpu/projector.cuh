@@ -1,0 +1,185 @@
+/// @file
+/// @brief Non-TOF forward and back projection on the GPU against a resident
+/// image and LORs in device memory. Every call launches on the caller's
+/// stream and returns: no allocation, no synchronisation, no stream query,
+/// no hidden copy; calls can be captured into a CUDA graph.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/core/span.hpp"
+#include "resproj/core/views.hpp"
+#include "resproj/gpu/detail/joseph_kernels.cuh"
+#include "resproj/gpu/device.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/launch.cuh"
+#include "resproj/gpu/stream.cuh"
+#include "resproj/math/image_grid.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace gpu {
+namespace detail {
+
+template <class T> struct identity {
+  using type = T;
+};
+template <class T> using identity_t = typename identity<T>::type;
+
+/// Validates the arguments shared by every projection call, before any
+/// work is enqueued. Pointers must be device (or managed) memory on the
+/// image's device.
+template <class T>
+void check_projection(const device_image_view<const T> &image,
+                      const lor_view<const T> &lors, const void *data,
+                      std::size_t data_size, const char *data_name, stream_ref s) {
+  require_explicit_stream(s, "stream");
+  if (image.data == nullptr)
+    resproj::detail::throw_invalid("image.data", "null pointer");
+  resproj::detail::check_lors(lors, "lors");
+  if (data_size < lors.count)
+    resproj::detail::throw_invalid(data_name, "too small: holds " +
+                                                  std::to_string(data_size) +
+                                                  " elements, needs " +
+                                                  std::to_string(lors.count));
+  if (lors.count > 0 && data == nullptr)
+    resproj::detail::throw_invalid(data_name, "null pointer with size " +
+                                                  std::to_string(data_size));
+  require_device_pointer(image.data, image.device, "image.data");
+  if (lors.count == 0)
+    return;
+  require_device_pointer(lors.starts, image.device, "lors.starts");
+  require_device_pointer(lors.ends, image.device, "lors.ends");
+  require_device_pointer(data, image.device, data_name);
+}
+
+template <class T, int G>
+void launch_forward_g(const math::image_grid<T> &grid, const T *image,
+                      const lor_view<const T> &lors, T *out, const launch_options &opt,
+                      stream_ref s) {
+  const int block = opt.block_size;
+  const std::size_t threads = lors.count * std::size_t(G);
+  const std::size_t blocks = (threads + block - 1) / std::size_t(block);
+  launch(forward_kernel<T, G>, blocks, block, s, "forward_kernel", grid, image,
+         lors.starts, lors.ends, lors.count, make_lor_order(opt, lors.count), out);
+}
+
+template <class T, int G>
+void launch_back_g(const math::image_grid<T> &grid, T *image,
+                   const lor_view<const T> &lors, const T *values,
+                   const launch_options &opt, stream_ref s) {
+  const int block = opt.block_size;
+  const std::size_t threads = lors.count * std::size_t(G);
+  const std::size_t blocks = (threads + block - 1) / std::size_t(block);
+  launch(back_kernel<T, G>, blocks, block, s, "back_kernel", grid, image, lors.starts,
+         lors.ends, lors.count, make_lor_order(opt, lors.count), values);
+}
+
+/// Calls `f(std::integral_constant<int, G>{})` for the runtime value g.
+template <class F> void dispatch_group(int g, F &&f) {
+  switch (g) {
+  case 1: f(std::integral_constant<int, 1>{}); break;
+  case 2: f(std::integral_constant<int, 2>{}); break;
+  case 4: f(std::integral_constant<int, 4>{}); break;
+  case 8: f(std::integral_constant<int, 8>{}); break;
+  case 16: f(std::integral_constant<int, 16>{}); break;
+  default: f(std::integral_constant<int, 32>{}); break;
+  }
+}
+
+} // namespace detail
+
+/// Forward projection: `out[i]` = Joseph line integral of `image` along LOR
+/// i, for the `lors.count` LORs of the chunk. Overwrites `out[0..count)`.
+///
+/// @param image  resident image (a `device_image` converts implicitly)
+/// @param lors   LORs in device memory on the image's device (any
+///               `subview` of a larger resident array)
+/// @param out    device output, at least `lors.count` values (any
+///               `subspan` of a larger buffer)
+/// @param opt    thread-to-LOR mapping (default: chosen by the library)
+/// @param s      stream to launch on (not the legacy default stream)
+/// @throws invalid_argument for null or host pointers, memory on another
+///         device, a too-small output or the legacy default stream, before
+///         anything is enqueued; gpu_error if the launch fails.
+/// Asynchronous: returns after enqueueing; graph-capturable.
+template <class T>
+void forward(device_image_view<const detail::identity_t<T>> image,
+             lor_view<const detail::identity_t<T>> lors, span<T> out,
+             const launch_options &opt, stream_ref s) {
+  detail::check_projection<T>(image, lors, out.data(), out.size(), "out", s);
+  if (lors.count == 0)
+    return;
+  const int g = detail::threads_per_lor(opt, lors.count, image.device);
+  const device_guard guard(image.device);
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  detail::dispatch_group(g, [&](auto group) {
+    detail::launch_forward_g<T, decltype(group)::value>(grid, image.data, lors,
+                                                        out.data(), opt, s);
+  });
+}
+
+/// Forward projection with the library's thread-to-LOR mapping.
+template <class T>
+void forward(device_image_view<const detail::identity_t<T>> image,
+             lor_view<const detail::identity_t<T>> lors, span<T> out, stream_ref s) {
+  forward<T>(image, lors, out, launch_options{}, s);
+}
+
+/// Back projection: adds `values[i]` times the weights of LOR i into the
+/// image (exact transpose of `forward`; accumulates, so zero the image
+/// first for a plain back projection). Uses atomic adds: calls on several
+/// streams into one image are safe, but the sum's rounding order varies.
+///
+/// @param image   resident image, updated in place
+/// @param lors    LORs in device memory on the image's device
+/// @param values  device values, at least `lors.count`
+/// @param opt     thread-to-LOR mapping
+/// @param s       stream to launch on (not the legacy default stream)
+/// @throws as `forward` ("values" instead of "out").
+/// Asynchronous: returns after enqueueing; graph-capturable.
+template <class T>
+void back(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+          span<const detail::identity_t<T>> values, const launch_options &opt,
+          stream_ref s) {
+  detail::check_projection<T>(device_image_view<const T>(image), lors, values.data(),
+                              values.size(), "values", s);
+  if (lors.count == 0)
+    return;
+  const int g = detail::threads_per_lor(opt, lors.count, image.device);
+  const device_guard guard(image.device);
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  detail::dispatch_group(g, [&](auto group) {
+    detail::launch_back_g<T, decltype(group)::value>(grid, image.data, lors,
+                                                     values.data(), opt, s);
+  });
+}
+
+/// Back projection with the library's thread-to-LOR mapping.
+template <class T>
+void back(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+          span<const detail::identity_t<T>> values, stream_ref s) {
+  back<T>(image, lors, values, launch_options{}, s);
+}
+
+/// Back projection into an owning `device_image` (same contract).
+template <class T>
+void back(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
+          span<const detail::identity_t<T>> values, const launch_options &opt,
+          stream_ref s) {
+  back<T>(image.view(), lors, values, opt, s);
+}
+
+/// Back projection into an owning `device_image` (same contract).
+template <class T>
+void back(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
+          span<const detail::identity_t<T>> values, stream_ref s) {
+  back<T>(image.view(), lors, values, launch_options{}, s);
+}
+
+} // namespace gpu
+RESPROJ_NAMESPACE_END

@@ -1,0 +1,58 @@
+/// @file
+/// @brief Shared helpers for GPU tests: skip cleanly when no CUDA device is
+/// present. Include from `.cu` test files (needs the CUDA runtime headers).
+///
+///   TEST(x, y) { RESPROJ_REQUIRE_GPU(); ... }     // plain test
+///   class my_fixture : public gpu_test { ... };    // fixture whose SetUp skips
+///   TEST_F(gpu_test, z) { ... }                    // or use it directly
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "resproj/gpu/device.cuh"
+
+namespace resproj {
+namespace test {
+
+/// Why no device is usable: the runtime's error name and text, or
+/// "cudaGetDeviceCount returned 0". Empty when a device is present. Leaves
+/// no stale error.
+inline std::string gpu_unavailable_reason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+  }
+  if (count == 0)
+    return "cudaGetDeviceCount returned 0";
+  return std::string();
+}
+
+/// Fixture base: skips the test (GTEST_SKIP) when no CUDA device is present.
+/// Derived fixtures that override SetUp must call `gpu_test::SetUp()` first
+/// and return if `IsSkipped()`.
+class gpu_test : public ::testing::Test {
+protected:
+  void SetUp() override {
+    if (::resproj::gpu::device_count() == 0)
+      GTEST_SKIP() << "no CUDA device available (" << gpu_unavailable_reason() << ")";
+  }
+};
+
+} // namespace test
+} // namespace resproj
+
+using resproj::test::gpu_test;
+
+/// Skips the current test (GTEST_SKIP, returns from the test function) when
+/// no CUDA device is present, with the reason in the skip message.
+#define RESPROJ_REQUIRE_GPU()                                                            \
+  do {                                                                                   \
+    if (::resproj::gpu::device_count() == 0)                                             \
+      GTEST_SKIP() << "no CUDA device available ("                                       \
+                   << ::resproj::test::gpu_unavailable_reason() << ")";                  \
+  } while (0)

@@ -1,0 +1,515 @@
+// GPU non-TOF projector: agreement with the CPU backend, adjointness,
+// graph capture, no allocation across calls, argument checking, streaming.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gpu/gpu_test_util.hpp"
+#include "resproj/resproj.hpp"
+
+namespace rp = resproj;
+namespace gpu = resproj::gpu;
+
+namespace {
+
+/// Random LORs whose end points lie on a sphere enclosing the image box
+/// (radius `outer`), plus some with end points inside the box.
+template <class T>
+void random_lors(std::size_t n, const rp::image_geometry &g, std::uint32_t seed,
+                 std::vector<T> &starts, std::vector<T> &ends) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  double radius = 0;
+  for (int k = 0; k < 3; ++k)
+    radius += std::pow(g.box_max(k) - g.box_min(k), 2);
+  radius = 0.6 * std::sqrt(radius);
+  starts.resize(3 * n);
+  ends.resize(3 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool inside = i % 5 == 0;
+    for (T *p : {&starts[3 * i], &ends[3 * i]}) {
+      if (inside) {
+        for (int k = 0; k < 3; ++k)
+          p[k] = T(g.box_min(k) + uni(rng) * (g.box_max(k) - g.box_min(k)));
+      } else {
+        double d[3] = {normal(rng), normal(rng), normal(rng)};
+        const double norm = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int k = 0; k < 3; ++k)
+          p[k] = T(radius * d[k] / norm);
+      }
+    }
+  }
+}
+
+/// LORs between detectors of a small cylindrical scanner around the image.
+template <class T>
+void cylinder_lors(const rp::image_geometry &g, std::vector<T> &starts,
+                   std::vector<T> &ends) {
+  const int per_ring = 48, rings = 6;
+  const double radius = 0.8 * std::hypot(g.box_max(0) - g.box_min(0),
+                                         g.box_max(1) - g.box_min(1));
+  const double z_extent = g.box_max(2) - g.box_min(2);
+  starts.clear();
+  ends.clear();
+  const double pi = 3.14159265358979323846;
+  auto pos = [&](int ring, int c, std::vector<T> &out) {
+    const double phi = 2 * pi * c / per_ring;
+    out.push_back(T(radius * std::cos(phi)));
+    out.push_back(T(radius * std::sin(phi)));
+    out.push_back(T(-0.5 * z_extent + z_extent * (ring + 0.5) / rings));
+  };
+  for (int r1 = 0; r1 < rings; ++r1)
+    for (int r2 = 0; r2 < rings; ++r2)
+      for (int c1 = 0; c1 < per_ring; ++c1)
+        for (int c2 = c1 + 1; c2 < per_ring; ++c2) {
+          pos(r1, c1, starts);
+          pos(r2, c2, ends);
+        }
+}
+
+template <class T> std::vector<T> random_values(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  std::vector<T> v(n);
+  for (auto &x : v)
+    x = T(uni(rng));
+  return v;
+}
+
+template <class T> double dot(const std::vector<T> &a, const std::vector<T> &b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+/// ||a - b|| / ||b|| over entries, skipping at most `max_flips` entries
+/// whose relative difference exceeds 1e-3 (decision flips); returns +inf
+/// if there are more.
+template <class T>
+double relative_error(const std::vector<T> &a, const std::vector<T> &b,
+                      std::size_t max_flips) {
+  double num = 0, den = 0;
+  std::size_t flips = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    if (std::abs(d) > 1e-3 * std::abs(double(b[i])) + 1e-30 && std::abs(d) > 1e-6) {
+      ++flips;
+      continue;
+    }
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  if (flips > max_flips)
+    return INFINITY;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+template <class T> struct tolerance;
+template <> struct tolerance<float> {
+  static constexpr double value = 1e-5;
+};
+template <> struct tolerance<double> {
+  static constexpr double value = 1e-12;
+};
+
+struct problem {
+  std::array<std::int64_t, 3> shape;
+  std::array<double, 3> voxel;
+};
+
+const problem problems[] = {
+    {{16, 24, 12}, {2.0, 1.0, 4.0}},
+    {{33, 17, 9}, {1.5, 2.5, 3.0}},
+    {{1, 40, 40}, {4.0, 1.0, 1.0}},
+};
+
+template <class T> class gpu_projector : public gpu_test {};
+using value_types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(gpu_projector, value_types);
+
+/// Runs GPU forward+back and CPU forward+back on the same data.
+template <class T>
+void compare_with_cpu(const rp::image_geometry &g, const std::vector<T> &starts,
+                      const std::vector<T> &ends, std::uint32_t seed) {
+  const std::size_t n = starts.size() / 3;
+  const auto image = random_values<T>(std::size_t(g.num_voxels()), seed);
+  const auto values = random_values<T>(n, seed + 1);
+
+  std::vector<T> cpu_fwd(n), cpu_back(image.size(), T(0));
+  rp::cpu::forward<T>(rp::image_view<const T>(image.data(), g),
+                      rp::lor_view<const T>(starts.data(), ends.data(), n),
+                      rp::span<T>(cpu_fwd.data(), n));
+  rp::cpu::back<T>(rp::image_view<T>(cpu_back.data(), g),
+                   rp::lor_view<const T>(starts.data(), ends.data(), n),
+                   rp::span<const T>(values.data(), n));
+
+  gpu::stream s;
+  gpu::device_image<T> d_img(g, s);
+  d_img.upload(rp::span<const T>(image.data(), image.size()), s);
+  auto d_starts = gpu::make_device_buffer(rp::span<const T>(starts.data(), starts.size()), s);
+  auto d_ends = gpu::make_device_buffer(rp::span<const T>(ends.data(), ends.size()), s);
+  auto d_values = gpu::make_device_buffer(rp::span<const T>(values.data(), n), s);
+  gpu::device_buffer<T> d_fwd(n, s);
+  const rp::lor_view<const T> lors(d_starts.data(), d_ends.data(), n);
+
+  std::vector<T> gpu_fwd(n), gpu_back(image.size());
+  for (int g_per_lor : {0, 1, 4, 32}) {
+    gpu::launch_options opt;
+    opt.threads_per_lor = g_per_lor;
+    d_fwd.fill(T(-1), s);
+    gpu::forward<T>(d_img, lors, d_fwd.span(), opt, s);
+    d_fwd.copy_to_host(rp::span<T>(gpu_fwd.data(), n), s);
+    s.synchronize();
+    EXPECT_LT(relative_error(gpu_fwd, cpu_fwd, n / 10000), tolerance<T>::value)
+        << "forward, threads_per_lor " << g_per_lor;
+
+    gpu::device_image<T> d_bp(g, s);
+    d_bp.zero(s);
+    gpu::back<T>(d_bp, lors, d_values.cspan(), opt, s);
+    d_bp.download(rp::span<T>(gpu_back.data(), gpu_back.size()), s);
+    s.synchronize();
+    // Atomic accumulation order differs from the CPU's: compare norms.
+    EXPECT_LT(relative_error(gpu_back, cpu_back, image.size()), 10 * tolerance<T>::value)
+        << "back, threads_per_lor " << g_per_lor;
+  }
+}
+
+TYPED_TEST(gpu_projector, matches_cpu_on_random_lors) {
+  using T = TypeParam;
+  std::uint32_t seed = 11;
+  for (const auto &p : problems) {
+    const auto g = rp::image_geometry::centred(p.shape, p.voxel);
+    std::vector<T> starts, ends;
+    random_lors<T>(20000, g, seed, starts, ends);
+    compare_with_cpu<T>(g, starts, ends, seed++);
+  }
+}
+
+TYPED_TEST(gpu_projector, matches_cpu_on_cylindrical_scanner) {
+  using T = TypeParam;
+  const auto g = rp::image_geometry({20, 20, 10}, {2.0, 2.0, 3.0}, {-19.0, -18.0, -12.0});
+  std::vector<T> starts, ends;
+  cylinder_lors<T>(g, starts, ends);
+  compare_with_cpu<T>(g, starts, ends, 99);
+}
+
+TYPED_TEST(gpu_projector, adjoint) {
+  using T = TypeParam;
+  std::uint32_t seed = 5;
+  for (const auto &p : problems) {
+    const auto g = rp::image_geometry::centred(p.shape, p.voxel);
+    std::vector<T> starts, ends;
+    random_lors<T>(30000, g, seed, starts, ends);
+    const std::size_t n = starts.size() / 3;
+    const auto x = random_values<T>(std::size_t(g.num_voxels()), seed + 1);
+    const auto y = random_values<T>(n, seed + 2);
+    gpu::stream s;
+    gpu::device_image<T> d_x(g, s), d_bp(g, s);
+    d_x.upload(rp::span<const T>(x.data(), x.size()), s);
+    d_bp.zero(s);
+    auto d_s = gpu::make_device_buffer(rp::span<const T>(starts.data(), starts.size()), s);
+    auto d_e = gpu::make_device_buffer(rp::span<const T>(ends.data(), ends.size()), s);
+    auto d_y = gpu::make_device_buffer(rp::span<const T>(y.data(), n), s);
+    gpu::device_buffer<T> d_ax(n, s);
+    const rp::lor_view<const T> lors(d_s.data(), d_e.data(), n);
+    gpu::forward<T>(d_x, lors, d_ax.span(), s);
+    gpu::back<T>(d_bp, lors, d_y.cspan(), s);
+    std::vector<T> ax(n), aty(x.size());
+    d_ax.copy_to_host(rp::span<T>(ax.data(), n), s);
+    d_bp.download(rp::span<T>(aty.data(), aty.size()), s);
+    s.synchronize();
+    const double lhs = dot(ax, y), rhs = dot(x, aty);
+    EXPECT_LT(std::abs(lhs - rhs) / std::abs(lhs), tolerance<T>::value) << lhs << " vs " << rhs;
+    ++seed;
+  }
+}
+
+/// Fixture data for the single-precision tests below.
+struct small_problem {
+  rp::image_geometry g = rp::image_geometry::centred({24, 20, 16}, {2.0, 2.0, 2.5});
+  std::vector<float> starts, ends, image, values;
+  std::size_t n = 0;
+  small_problem(std::size_t count = 5000) {
+    random_lors<float>(count, g, 3, starts, ends);
+    n = starts.size() / 3;
+    image = random_values<float>(std::size_t(g.num_voxels()), 4);
+    values = random_values<float>(n, 5);
+  }
+};
+
+TEST_F(gpu_test, graph_capture_replays_the_same_result) {
+  small_problem p;
+  gpu::stream s;
+  gpu::device_image<float> d_img(p.g, s), d_bp(p.g, s);
+  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
+  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  gpu::device_buffer<float> d_fwd(p.n, s);
+  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  s.synchronize();
+
+  // Reference: eager calls, chunked.
+  const std::size_t chunk = 777;
+  auto enqueue = [&] {
+    d_bp.zero(s);
+    for (std::size_t first = 0; first < p.n; first += chunk) {
+      const std::size_t m = std::min(chunk, p.n - first);
+      gpu::forward<float>(d_img, lors.subview(first, m), d_fwd.span().subspan(first, m), s);
+      gpu::back<float>(d_bp, lors.subview(first, m), d_v.cspan().subspan(first, m), s);
+    }
+  };
+  enqueue();
+  std::vector<float> fwd_eager(p.n), bp_eager(p.image.size());
+  d_fwd.copy_to_host(rp::span<float>(fwd_eager.data(), p.n), s);
+  d_bp.download(rp::span<float>(bp_eager.data(), bp_eager.size()), s);
+  s.synchronize();
+
+  d_fwd.fill(0.f, s);
+  s.synchronize();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeGlobal), cudaSuccess);
+  enqueue(); // would invalidate the capture if it synchronised or allocated
+  ASSERT_EQ(cudaStreamEndCapture(s.get(), &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    ASSERT_EQ(cudaGraphLaunch(exec, s.get()), cudaSuccess);
+    std::vector<float> fwd(p.n), bp(p.image.size());
+    d_fwd.copy_to_host(rp::span<float>(fwd.data(), p.n), s);
+    d_bp.download(rp::span<float>(bp.data(), bp.size()), s);
+    s.synchronize();
+    EXPECT_EQ(fwd, fwd_eager) << "replay " << replay;
+    EXPECT_LT(relative_error(bp, bp_eager, 0), 1e-6) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(gpu_test, thousand_calls_allocate_nothing) {
+  small_problem p(2000);
+  gpu::stream s;
+  gpu::device_image<float> d_img(p.g, s);
+  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
+  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  gpu::device_buffer<float> d_fwd(p.n, s);
+  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  gpu::forward<float>(d_img, lors, d_fwd.span(), s); // warm-up (module load)
+  s.synchronize();
+  std::size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  const auto pool_before = gpu::pool_used_bytes(d_img.device());
+  for (int i = 0; i < 500; ++i) {
+    gpu::forward<float>(d_img, lors, d_fwd.span(), s);
+    gpu::back<float>(d_img, lors, d_v.cspan(), s);
+  }
+  s.synchronize();
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_EQ(free_before, free_after);
+  EXPECT_EQ(pool_before, gpu::pool_used_bytes(d_img.device()));
+}
+
+TEST_F(gpu_test, rejects_bad_arguments_before_writing) {
+  small_problem p(1000);
+  gpu::stream s;
+  gpu::device_image<float> d_img(p.g, s);
+  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
+  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  gpu::device_buffer<float> d_out(p.n, s);
+  d_out.fill(-7.f, s);
+  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  const rp::lor_view<const float> host_lors(p.starts.data(), p.ends.data(), p.n);
+  std::vector<float> host_out(p.n, -7.f);
+
+  auto expect_invalid = [](auto &&call, const std::string &argument) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception for " << argument;
+    } catch (const rp::invalid_argument &e) {
+      EXPECT_EQ(e.argument(), argument) << e.what();
+    }
+  };
+  // Host LORs given to the device call.
+  expect_invalid([&] { gpu::forward<float>(d_img, host_lors, d_out.span(), s); },
+                 "lors.starts");
+  // Host output.
+  expect_invalid(
+      [&] { gpu::forward<float>(d_img, lors, rp::span<float>(host_out.data(), p.n), s); },
+      "out");
+  // Output too small.
+  expect_invalid([&] { gpu::forward<float>(d_img, lors, d_out.span().subspan(0, p.n - 1), s); },
+                 "out");
+  // Host image memory behind a device view.
+  expect_invalid(
+      [&] {
+        gpu::forward<float>(gpu::device_image_view<const float>(p.image.data(), p.g, d_img.device()),
+                            lors, d_out.span(), s);
+      },
+      "image.data");
+  // The legacy default stream.
+  expect_invalid([&] { gpu::forward<float>(d_img, lors, d_out.span(), gpu::stream_ref(cudaStreamLegacy)); },
+                 "stream");
+  // Bad mapping option.
+  gpu::launch_options bad;
+  bad.threads_per_lor = 3;
+  expect_invalid([&] { gpu::forward<float>(d_img, lors, d_out.span(), bad, s); },
+                 "options.threads_per_lor");
+
+  std::vector<float> check(p.n);
+  d_out.copy_to_host(rp::span<float>(check.data(), p.n), s);
+  s.synchronize();
+  for (float v : check)
+    ASSERT_EQ(v, -7.f) << "a rejected call wrote its output";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+
+  // The next valid call works.
+  gpu::forward<float>(d_img, lors, d_out.span(), s);
+  std::vector<float> expected(p.n);
+  rp::cpu::forward<float>(rp::image_view<const float>(p.image.data(), p.g), host_lors,
+                          rp::span<float>(expected.data(), p.n));
+  d_out.copy_to_host(rp::span<float>(check.data(), p.n), s);
+  s.synchronize();
+  EXPECT_LT(relative_error(check, expected, 0), 1e-5);
+}
+
+TEST_F(gpu_test, rejects_memory_of_another_device) {
+  if (gpu::device_count() < 2)
+    GTEST_SKIP() << "needs two CUDA devices";
+  small_problem p(1000);
+  gpu::stream s0;
+  gpu::device_image<float> d_img(p.g, s0);
+  d_img.zero(s0);
+  gpu::device_buffer<float> d_out(p.n, s0);
+  d_out.fill(-7.f, s0);
+  s0.synchronize();
+  std::unique_ptr<gpu::device_buffer<float>> d_s, d_e;
+  {
+    gpu::device_guard on1(1);
+    gpu::stream s1;
+    d_s = std::make_unique<gpu::device_buffer<float>>(
+        gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s1));
+    d_e = std::make_unique<gpu::device_buffer<float>>(
+        gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s1));
+    s1.synchronize();
+    const rp::lor_view<const float> lors(d_s->data(), d_e->data(), p.n);
+    try {
+      gpu::forward<float>(d_img, lors, d_out.span(), s0);
+      ADD_FAILURE() << "no exception";
+    } catch (const rp::invalid_argument &e) {
+      EXPECT_EQ(e.argument(), "lors.starts");
+    }
+    d_s.reset();
+    d_e.reset();
+    s1.synchronize();
+  }
+}
+
+class gpu_streamer : public gpu_test,
+                     public ::testing::WithParamInterface<std::size_t> {};
+
+TEST_P(gpu_streamer, equals_resident_call) {
+  const std::size_t chunk = GetParam();
+  small_problem p(7001);
+  gpu::stream s;
+  gpu::device_image<float> d_img(p.g, s);
+  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
+  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  gpu::device_buffer<float> d_fwd(p.n, s);
+  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  gpu::forward<float>(d_img, lors, d_fwd.span(), s);
+  gpu::device_image<float> d_bp(p.g, s);
+  d_bp.zero(s);
+  gpu::back<float>(d_bp, lors, d_v.cspan(), s);
+  std::vector<float> fwd_ref(p.n), bp_ref(p.image.size());
+  d_fwd.copy_to_host(rp::span<float>(fwd_ref.data(), p.n), s);
+  d_bp.download(rp::span<float>(bp_ref.data(), bp_ref.size()), s);
+  s.synchronize();
+
+  gpu::lor_streamer<float> streamer(chunk);
+  const rp::lor_view<const float> host_lors(p.starts.data(), p.ends.data(), p.n);
+  // Pageable arrays.
+  std::vector<float> fwd(p.n, -1.f);
+  streamer.forward(d_img, host_lors, rp::span<float>(fwd.data(), p.n), s);
+  EXPECT_LT(relative_error(fwd, fwd_ref, 0), 1e-6);
+  d_bp.zero(s);
+  streamer.back(d_bp, host_lors, rp::span<const float>(p.values.data(), p.n), s);
+  std::vector<float> bp(p.image.size());
+  d_bp.download(rp::span<float>(bp.data(), bp.size()), s);
+  s.synchronize();
+  EXPECT_LT(relative_error(bp, bp_ref, 0), 1e-6);
+
+  // Pinned arrays are used in place.
+  gpu::pinned_buffer<float> ps(p.starts.size()), pe(p.ends.size()), pout(p.n);
+  std::copy(p.starts.begin(), p.starts.end(), ps.data());
+  std::copy(p.ends.begin(), p.ends.end(), pe.data());
+  streamer.forward(d_img, rp::lor_view<const float>(ps.data(), pe.data(), p.n), pout.span(), s);
+  EXPECT_LT(relative_error(std::vector<float>(pout.data(), pout.data() + p.n), fwd_ref, 0), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(chunk_sizes, gpu_streamer,
+                         ::testing::Values(std::size_t(1000), std::size_t(7001),
+                                           std::size_t(1024), std::size_t(100000)));
+
+TEST_F(gpu_test, streamer_rejects_device_arrays) {
+  small_problem p(100);
+  gpu::stream s;
+  gpu::device_image<float> d_img(p.g, s);
+  d_img.zero(s);
+  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  gpu::lor_streamer<float> streamer(64);
+  std::vector<float> out(p.n);
+  try {
+    streamer.forward(d_img, rp::lor_view<const float>(d_s.data(), p.ends.data(), p.n),
+                     rp::span<float>(out.data(), p.n), s);
+    ADD_FAILURE() << "no exception";
+  } catch (const rp::invalid_argument &e) {
+    EXPECT_EQ(e.argument(), "host_lors.starts");
+  }
+}
+
+} // namespace
+
+namespace {
+TEST_F(gpu_test, row_order_gives_the_same_values) {
+  small_problem p(6000); // 6000 = 40 rows x 150 columns
+  gpu::stream s;
+  gpu::device_image<float> d_img(p.g, s), d_bp(p.g, s), d_bp_rows(p.g, s);
+  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
+  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  gpu::device_buffer<float> d_a(p.n, s), d_b(p.n, s);
+  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  gpu::launch_options plain, rows;
+  plain.threads_per_lor = rows.threads_per_lor = 4;
+  rows.rows = 40;
+  d_b.fill(-1.f, s);
+  d_bp.zero(s);
+  d_bp_rows.zero(s);
+  gpu::forward<float>(d_img, lors, d_a.span(), plain, s);
+  gpu::forward<float>(d_img, lors, d_b.span(), rows, s);
+  gpu::back<float>(d_bp, lors, d_v.cspan(), plain, s);
+  gpu::back<float>(d_bp_rows, lors, d_v.cspan(), rows, s);
+  std::vector<float> a(p.n), b(p.n), ba(p.image.size()), bb(p.image.size());
+  d_a.copy_to_host(rp::span<float>(a.data(), p.n), s);
+  d_b.copy_to_host(rp::span<float>(b.data(), p.n), s);
+  d_bp.download(rp::span<float>(ba.data(), ba.size()), s);
+  d_bp_rows.download(rp::span<float>(bb.data(), bb.size()), s);
+  s.synchronize();
+  EXPECT_EQ(a, b);
+  EXPECT_LT(relative_error(bb, ba, 0), 1e-6);
+  rows.rows = 7; // does not divide 6000
+  EXPECT_THROW(gpu::forward<float>(d_img, lors, d_b.span(), rows, s), rp::invalid_argument);
+}
+} // namespace
