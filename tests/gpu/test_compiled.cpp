@@ -35,8 +35,8 @@ TEST(gpu_compiled, host_compiler_can_project) {
 
     // Device-resident LORs through the plain runtime API.
     float *d_lors = nullptr, *d_out = nullptr;
-    ASSERT_EQ(cudaMalloc(&d_lors, 2 * starts.size() * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&d_out, n * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d_lors), 2 * starts.size() * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d_out), n * sizeof(float)), cudaSuccess);
     cudaMemcpyAsync(d_lors, starts.data(), starts.size() * sizeof(float),
                     cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(d_lors + starts.size(), ends.data(), ends.size() * sizeof(float),

@@ -158,9 +158,12 @@ void compare_with_cpu(const rp::image_geometry &g, const std::vector<T> &starts,
   const rp::lor_view<const T> lors(d_starts.data(), d_ends.data(), n);
 
   std::vector<T> gpu_fwd(n), gpu_back(image.size());
-  for (int g_per_lor : {0, 1, 4, 32}) {
+  static const int groups[] = {0, 1, 4, 32, 2};
+  for (int variant = 0; variant < 5; ++variant) {
+    const int g_per_lor = groups[variant];
     gpu::launch_options opt;
     opt.threads_per_lor = g_per_lor;
+    opt.wide_index = variant == 4; // the 64-bit voxel index path
     d_fwd.fill(T(-1), s);
     gpu::forward<T>(d_img, lors, d_fwd.span(), opt, s);
     d_fwd.copy_to_host(rp::span<T>(gpu_fwd.data(), n), s);

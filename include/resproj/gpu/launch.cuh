@@ -33,6 +33,15 @@ struct launch_options {
   /// rows, so a warp's samples stay close in memory (axis 2 is contiguous).
   /// Results are identical; only speed changes. 0 or 1: memory order.
   std::size_t rows = 0;
+  /// Check before launching that every pointer is device (or managed)
+  /// memory on the image's device (a `cudaPointerGetAttributes` per
+  /// pointer, about a microsecond of host time each). Turn off only in hot
+  /// loops whose pointers were checked once; sizes are always checked.
+  bool check_pointers = true;
+  /// Force 64-bit voxel index arithmetic. By default 32-bit indices are
+  /// used whenever every voxel offset fits (faster on the GPU) and 64-bit
+  /// ones otherwise; this switch exists to test the 64-bit path.
+  bool wide_index = false;
 };
 
 namespace detail {
@@ -68,9 +77,13 @@ inline int threads_per_lor(const launch_options &opt, std::size_t count, int dev
                                          std::to_string(g) + ")");
     return g;
   }
-  // Enough resident threads to hide latency: about 2048 per multiprocessor.
-  const std::size_t wanted = std::size_t(multiprocessor_count(device)) * 2048;
-  int chosen = 1;
+  // Measured on an H200 (benchmarks/NOTES.md): without a row order, two to
+  // four lanes per LOR beat one even when the chunk fills the GPU (shorter,
+  // less divergent walks); with lanes along rows, one thread per LOR is
+  // best. Small chunks get more lanes until about 512 threads per
+  // multiprocessor are busy (1e3 LORs: 32, 1e4: 8).
+  const std::size_t wanted = std::size_t(multiprocessor_count(device)) * 512;
+  int chosen = opt.rows > 1 ? 1 : 4;
   while (chosen < 32 && count * std::size_t(chosen) < wanted)
     chosen *= 2;
   return chosen;

@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "resproj/core/views.hpp"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/detail/parallel_copy.hpp"
 #include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
@@ -47,13 +50,16 @@ public:
   /// @param slots      pipeline depth (>= 2)
   /// @param options    thread-to-LOR mapping of the kernels (`rows` is
   ///                    ignored: chunks are taken in memory order)
+  /// @param copy_threads host threads that copy pageable arrays into the
+  ///                    pinned staging (-1: min(4, hardware threads / 2))
   /// @throws invalid_argument for max_chunk == 0 or slots < 2;
   ///         gpu_out_of_memory if staging cannot be allocated.
   /// Synchronises the new streams once (allocation is complete on return).
   explicit lor_streamer(std::size_t max_chunk, int slots = 3,
-                        const launch_options &options = {})
+                        const launch_options &options = {}, int copy_threads = -1)
       : max_chunk_(max_chunk), device_(current_device()), options_(options) {
     options_.rows = 0;
+    options_.check_pointers = false; // staging is ours; the image is checked per call
     if (max_chunk == 0)
       resproj::detail::throw_invalid("max_chunk", "must be > 0");
     if (slots < 2)
@@ -64,6 +70,10 @@ public:
       slots_.emplace_back(max_chunk);
     for (auto &sl : slots_)
       sl.stream.synchronize();
+    if (copy_threads < 0)
+      copy_threads = int(std::min(4u, std::max(1u, std::thread::hardware_concurrency() / 2)));
+    copier_ = std::make_unique<detail::parallel_copier>(
+        unsigned(copy_threads > 0 ? copy_threads - 1 : 0));
   }
 
   std::size_t max_chunk() const noexcept { return max_chunk_; }
@@ -109,7 +119,7 @@ public:
     run(image, host_lors, s, [&](slot &sl, std::size_t first, std::size_t n) {
       const T *src = host_values.data() + first;
       if (!values_pinned) {
-        std::memcpy(sl.h_data.data(), src, n * sizeof(T));
+        copier_->copy(sl.h_data.data(), src, n * sizeof(T));
         src = sl.h_data.data();
       }
       RESPROJ_CUDA_TRY(cudaMemcpyAsync(sl.d_data.data(), src, n * sizeof(T),
@@ -173,12 +183,12 @@ private:
   }
 
   /// Waits for a slot's previous chunk and delivers its staged results.
-  static void drain(slot &sl) {
+  void drain(slot &sl) {
     if (!sl.busy)
       return;
     sl.done.synchronize();
     if (sl.pending_out != nullptr)
-      std::memcpy(sl.pending_out, sl.h_data.data(), sl.pending_count * sizeof(T));
+      copier_->copy(sl.pending_out, sl.h_data.data(), sl.pending_count * sizeof(T));
     sl.pending_out = nullptr;
     sl.busy = false;
   }
@@ -205,11 +215,11 @@ private:
         const T *src_s = lors.starts + 3 * first;
         const T *src_e = lors.ends + 3 * first;
         if (!starts_pinned) {
-          std::memcpy(sl.h_starts.data(), src_s, 3 * n * sizeof(T));
+          copier_->copy(sl.h_starts.data(), src_s, 3 * n * sizeof(T));
           src_s = sl.h_starts.data();
         }
         if (!ends_pinned) {
-          std::memcpy(sl.h_ends.data(), src_e, 3 * n * sizeof(T));
+          copier_->copy(sl.h_ends.data(), src_e, 3 * n * sizeof(T));
           src_e = sl.h_ends.data();
         }
         RESPROJ_CUDA_TRY(cudaMemcpyAsync(sl.d_starts.data(), src_s, 3 * n * sizeof(T),
@@ -238,6 +248,7 @@ private:
   launch_options options_;
   std::vector<slot> slots_;
   event start_;
+  std::unique_ptr<detail::parallel_copier> copier_;
   bool out_pinned_ = false;
 };
 

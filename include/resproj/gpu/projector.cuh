@@ -36,7 +36,8 @@ template <class T> using identity_t = typename identity<T>::type;
 template <class T>
 void check_projection(const device_image_view<const T> &image,
                       const lor_view<const T> &lors, const void *data,
-                      std::size_t data_size, const char *data_name, stream_ref s) {
+                      std::size_t data_size, const char *data_name,
+                      const launch_options &opt, stream_ref s) {
   require_explicit_stream(s, "stream");
   if (image.data == nullptr)
     resproj::detail::throw_invalid("image.data", "null pointer");
@@ -49,6 +50,8 @@ void check_projection(const device_image_view<const T> &image,
   if (lors.count > 0 && data == nullptr)
     resproj::detail::throw_invalid(data_name, "null pointer with size " +
                                                   std::to_string(data_size));
+  if (!opt.check_pointers)
+    return;
   require_device_pointer(image.data, image.device, "image.data");
   if (lors.count == 0)
     return;
@@ -64,8 +67,13 @@ void launch_forward_g(const math::image_grid<T> &grid, const T *image,
   const int block = opt.block_size;
   const std::size_t threads = lors.count * std::size_t(G);
   const std::size_t blocks = (threads + block - 1) / std::size_t(block);
-  launch(forward_kernel<T, G>, blocks, block, s, "forward_kernel", grid, image,
-         lors.starts, lors.ends, lors.count, make_lor_order(opt, lors.count), out);
+  const lor_order order = make_lor_order(opt, lors.count);
+  if (!opt.wide_index && math::fits_32bit_index(grid))
+    launch(forward_kernel<T, std::int32_t, G>, blocks, block, s, "forward_kernel", grid,
+           image, lors.starts, lors.ends, lors.count, order, out);
+  else
+    launch(forward_kernel<T, std::int64_t, G>, blocks, block, s, "forward_kernel", grid,
+           image, lors.starts, lors.ends, lors.count, order, out);
 }
 
 template <class T, int G>
@@ -75,8 +83,13 @@ void launch_back_g(const math::image_grid<T> &grid, T *image,
   const int block = opt.block_size;
   const std::size_t threads = lors.count * std::size_t(G);
   const std::size_t blocks = (threads + block - 1) / std::size_t(block);
-  launch(back_kernel<T, G>, blocks, block, s, "back_kernel", grid, image, lors.starts,
-         lors.ends, lors.count, make_lor_order(opt, lors.count), values);
+  const lor_order order = make_lor_order(opt, lors.count);
+  if (!opt.wide_index && math::fits_32bit_index(grid))
+    launch(back_kernel<T, std::int32_t, G>, blocks, block, s, "back_kernel", grid, image,
+           lors.starts, lors.ends, lors.count, order, values);
+  else
+    launch(back_kernel<T, std::int64_t, G>, blocks, block, s, "back_kernel", grid, image,
+           lors.starts, lors.ends, lors.count, order, values);
 }
 
 /// Calls `f(std::integral_constant<int, G>{})` for the runtime value g.
@@ -111,7 +124,7 @@ template <class T>
 void forward(device_image_view<const detail::identity_t<T>> image,
              lor_view<const detail::identity_t<T>> lors, span<T> out,
              const launch_options &opt, stream_ref s) {
-  detail::check_projection<T>(image, lors, out.data(), out.size(), "out", s);
+  detail::check_projection<T>(image, lors, out.data(), out.size(), "out", opt, s);
   if (lors.count == 0)
     return;
   const int g = detail::threads_per_lor(opt, lors.count, image.device);
@@ -147,7 +160,7 @@ void back(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors
           span<const detail::identity_t<T>> values, const launch_options &opt,
           stream_ref s) {
   detail::check_projection<T>(device_image_view<const T>(image), lors, values.data(),
-                              values.size(), "values", s);
+                              values.size(), "values", opt, s);
   if (lors.count == 0)
     return;
   const int g = detail::threads_per_lor(opt, lors.count, image.device);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <math.h> // floorf, fabsf, sqrtf in the global namespace (host and device)
 #include <cstdint>
 
 #include "resproj/core/config.hpp"

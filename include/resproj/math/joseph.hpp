@@ -140,31 +140,42 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
 }
 
 /// Bilinear interpolation weights and voxel offsets of the sample on plane
-/// p, with out-of-image neighbours given weight 0 and offset 0.
-template <class T> struct bilinear_stencil {
-  std::int64_t offset[4];
+/// p, with out-of-image neighbours given weight 0 and offset 0. `I` is the
+/// voxel index type: std::int64_t always works; backends may pick a 32-bit
+/// type when every offset fits (see `fits_32bit_index`), which saves the
+/// GPU's 64-bit integer arithmetic.
+template <class I, class T> struct bilinear_stencil {
+  I offset[4];
   T weight[4];
 };
 
-template <class T>
-RESPROJ_HD bilinear_stencil<T> stencil_at(const joseph_ray<T> &r,
-                                          std::int64_t p) noexcept {
+/// True if every voxel offset of `g` (plus one stride either side, as the
+/// stencil forms them before masking) fits in a signed 32-bit integer.
+template <class T> RESPROJ_HD bool fits_32bit_index(const image_grid<T> &g) noexcept {
+  return g.shape[0] * g.stride[0] + g.stride[0] < (std::int64_t(1) << 31) - 1;
+}
+
+template <class I = std::int64_t, class T>
+RESPROJ_HD bilinear_stencil<I, T> stencil_at(const joseph_ray<T> &r,
+                                             std::int64_t p) noexcept {
   const T u = r.u0 + T(p) * r.du;
   const T v = r.v0 + T(p) * r.dv;
   const T fu_floor = floor_of(u), fv_floor = floor_of(v);
-  const std::int64_t iu = std::int64_t(fu_floor), iv = std::int64_t(fv_floor);
+  const I iu = I(fu_floor), iv = I(fv_floor);
+  const I size_u = I(r.size_u), size_v = I(r.size_v);
+  const I stride_u = I(r.stride_u), stride_v = I(r.stride_v);
   const T wu1 = u - fu_floor, wv1 = v - fv_floor;
   const T wu0 = T(1) - wu1, wv0 = T(1) - wv1;
-  const bool u0_in = iu >= 0 && iu < r.size_u;
-  const bool u1_in = iu + 1 >= 0 && iu + 1 < r.size_u;
-  const bool v0_in = iv >= 0 && iv < r.size_v;
-  const bool v1_in = iv + 1 >= 0 && iv + 1 < r.size_v;
-  const std::int64_t base = p * r.stride_plane + iu * r.stride_u + iv * r.stride_v;
-  bilinear_stencil<T> s;
+  const bool u0_in = iu >= 0 && iu < size_u;
+  const bool u1_in = iu >= -1 && iu < size_u - 1;
+  const bool v0_in = iv >= 0 && iv < size_v;
+  const bool v1_in = iv >= -1 && iv < size_v - 1;
+  const I base = I(p) * I(r.stride_plane) + iu * stride_u + iv * stride_v;
+  bilinear_stencil<I, T> s;
   s.offset[0] = base;
-  s.offset[1] = base + r.stride_u;
-  s.offset[2] = base + r.stride_v;
-  s.offset[3] = base + r.stride_u + r.stride_v;
+  s.offset[1] = base + stride_u;
+  s.offset[2] = base + stride_v;
+  s.offset[3] = base + stride_u + stride_v;
   s.weight[0] = (u0_in && v0_in) ? wu0 * wv0 : T(0);
   s.weight[1] = (u1_in && v0_in) ? wu1 * wv0 : T(0);
   s.weight[2] = (u0_in && v1_in) ? wu0 * wv1 : T(0);
@@ -176,9 +187,9 @@ RESPROJ_HD bilinear_stencil<T> stencil_at(const joseph_ray<T> &r,
 }
 
 /// Bilinear sample of the image on plane p (zero-padded image).
-template <class T>
+template <class I = std::int64_t, class T>
 RESPROJ_HD T sample(const T *image, const joseph_ray<T> &r, std::int64_t p) noexcept {
-  const bilinear_stencil<T> s = stencil_at(r, p);
+  const bilinear_stencil<I, T> s = stencil_at<I>(r, p);
   T acc = 0;
   for (int i = 0; i < 4; ++i)
     if (s.weight[i] != T(0))
@@ -188,10 +199,10 @@ RESPROJ_HD T sample(const T *image, const joseph_ray<T> &r, std::int64_t p) noex
 
 /// Transpose of `sample`: adds `value * weight` to each in-image neighbour
 /// through `add(T* voxel, T amount)` (plain or atomic, backend's choice).
-template <class T, class Add>
-RESPROJ_HD void scatter(T *image, const joseph_ray<T> &r, std::int64_t p,
-                        T value, Add &&add) noexcept {
-  const bilinear_stencil<T> s = stencil_at(r, p);
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void scatter(T *image, const joseph_ray<T> &r, std::int64_t p, T value,
+                        Add &&add) noexcept {
+  const bilinear_stencil<I, T> s = stencil_at<I>(r, p);
   for (int i = 0; i < 4; ++i)
     if (s.weight[i] != T(0))
       add(image + s.offset[i], value * s.weight[i]);
@@ -200,24 +211,26 @@ RESPROJ_HD void scatter(T *image, const joseph_ray<T> &r, std::int64_t p,
 /// Non-TOF forward projection of one LOR over planes
 /// `first, first + stride, ...` up to `ray.last_plane` (stride > 1 lets
 /// several threads share a LOR; they add their partial sums).
-template <class T>
-RESPROJ_HD T forward_planes(const T *image, const joseph_ray<T> &r,
-                            std::int64_t first, std::int64_t stride) noexcept {
+template <class I = std::int64_t, class T>
+RESPROJ_HD T forward_planes(const T *image, const joseph_ray<T> &r, std::int64_t first,
+                            std::int64_t stride) noexcept {
   T acc = 0;
+#if RESPROJ_IN_DEVICE_CODE
+#pragma unroll 4 // several planes' loads in flight
+#endif
   for (std::int64_t p = first; p <= r.last_plane; p += stride)
-    acc += sample(image, r, p);
+    acc += sample<I>(image, r, p);
   return acc * r.step;
 }
 
 /// Non-TOF back projection of `value` along one LOR, planes as in
 /// `forward_planes`.
-template <class T, class Add>
-RESPROJ_HD void back_planes(T *image, const joseph_ray<T> &r, T value,
-                            std::int64_t first, std::int64_t stride,
-                            Add &&add) noexcept {
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void back_planes(T *image, const joseph_ray<T> &r, T value, std::int64_t first,
+                            std::int64_t stride, Add &&add) noexcept {
   const T v = value * r.step;
   for (std::int64_t p = first; p <= r.last_plane; p += stride)
-    scatter(image, r, p, v, add);
+    scatter<I>(image, r, p, v, add);
 }
 
 /// Loads LOR i of `starts`/`ends` (xyz triplets) into a and b.

@@ -57,7 +57,7 @@ struct atomic_add {
   }
 };
 
-template <class T, int G>
+template <class T, class I, int G>
 RESPROJ_KERNEL void __launch_bounds__(256)
     forward_kernel(math::image_grid<T> grid, const T *__restrict__ image,
                    const T *__restrict__ starts, const T *__restrict__ ends,
@@ -70,14 +70,14 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   T a[3], b[3];
   math::load_lor(starts, ends, lor, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
-  T acc = math::forward_planes(image, ray, ray.first_plane + lane, G);
+  T acc = math::forward_planes<I>(image, ray, ray.first_plane + lane, G);
   if constexpr (G > 1)
     acc = group_sum<G>(acc);
   if (lane == 0)
     out[lor] = acc;
 }
 
-template <class T, int G>
+template <class T, class I, int G>
 RESPROJ_KERNEL void __launch_bounds__(256)
     back_kernel(math::image_grid<T> grid, T *__restrict__ image,
                 const T *__restrict__ starts, const T *__restrict__ ends,
@@ -93,7 +93,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   T a[3], b[3];
   math::load_lor(starts, ends, lor, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
-  math::back_planes(image, ray, value, ray.first_plane + lane, G, atomic_add{});
+  math::back_planes<I>(image, ray, value, ray.first_plane + lane, G, atomic_add{});
 }
 
 } // namespace detail

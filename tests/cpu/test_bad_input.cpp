@@ -1,0 +1,221 @@
+// Rejected input of the CPU projectors: null pointers, outputs and values
+// too small. Each throws resproj::invalid_argument naming the argument
+// ("image.data", "lors.starts", "lors.ends", "out", "values") before
+// anything is written (buffers bitwise untouched), and the projector works
+// normally afterwards. A call with zero LORs and null pointers is fine.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/grid.hpp"
+#include "common/host_views.hpp"
+#include "common/lors.hpp"
+#include "common/random.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/cpu/projector.hpp"
+
+namespace rt = resproj_test;
+namespace cpu = resproj::cpu;
+
+namespace {
+
+template <class T> class BadInput : public ::testing::Test {
+protected:
+  rt::grid g = rt::grid::centred({8, 7, 6}, {2.0, 1.0, 3.0});
+  rt::lor_set<T> lors = rt::outside_lors<T>(g, 300, 9);
+  std::vector<T> image = rt::random_values<T>(std::size_t(g.num_voxels()), 10, 0.5, 1.5);
+  std::vector<T> values = rt::random_values<T>(lors.size(), 11);
+  static constexpr T sentinel() { return T(-7.25); }
+
+  /// The forward projection a valid call gives.
+  std::vector<T> good_forward() const {
+    std::vector<T> out(lors.size());
+    cpu::forward<T>(rt::cimage_of(image, g), rt::view_of(lors), rt::span_of(out));
+    return out;
+  }
+  std::vector<T> good_back() const {
+    std::vector<T> img(image.size(), T(0));
+    cpu::back<T>(rt::image_of(img, g), rt::view_of(lors), rt::cspan_of(values));
+    return img;
+  }
+};
+using value_types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(BadInput, value_types);
+
+/// Checks that `call` throws invalid_argument naming `argument`.
+template <class F>
+::testing::AssertionResult throws_naming(F &&call, const std::string &argument) {
+  try {
+    call();
+  } catch (const resproj::invalid_argument &e) {
+    const std::string what = e.what();
+    if (e.argument() != argument)
+      return ::testing::AssertionFailure() << "argument() is \"" << e.argument()
+                                           << "\", expected \"" << argument << "\"";
+    if (what.find(argument) == std::string::npos)
+      return ::testing::AssertionFailure()
+             << "what() \"" << what << "\" lacks " << argument;
+    return ::testing::AssertionSuccess();
+  } catch (const std::exception &e) {
+    return ::testing::AssertionFailure() << "threw another exception: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "did not throw (expected " << argument << ")";
+}
+
+template <class T> bool bitwise_equal(const std::vector<T> &a, const std::vector<T> &b) {
+  return a.size() == b.size() &&
+         std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+TYPED_TEST(BadInput, ForwardRejectsBadArgumentsBeforeWriting) {
+  using T = TypeParam;
+  const auto &g = this->g;
+  const auto &lors = this->lors;
+  const std::size_t n = lors.size();
+  const std::vector<T> untouched(n + 8, this->sentinel());
+  std::vector<T> out = untouched;
+  const auto image = rt::cimage_of(this->image, g);
+  const auto view = rt::view_of(lors);
+  const resproj::span<T> full(out.data(), n);
+
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        cpu::forward<T>(resproj::image_view<const T>(nullptr, rt::geometry_of(g)), view,
+                        full);
+      },
+      "image.data"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        cpu::forward<T>(image, resproj::lor_view<const T>(nullptr, lors.ends.data(), n),
+                        full);
+      },
+      "lors.starts"));
+  EXPECT_TRUE(throws_naming(
+      [&] {
+        cpu::forward<T>(image, resproj::lor_view<const T>(lors.starts.data(), nullptr, n),
+                        full);
+      },
+      "lors.ends"));
+  EXPECT_TRUE(throws_naming(
+      [&] { cpu::forward<T>(image, view, resproj::span<T>(out.data(), n - 1)); }, "out"));
+  EXPECT_TRUE(
+      throws_naming([&] { cpu::forward<T>(image, view, resproj::span<T>()); }, "out"));
+  EXPECT_TRUE(throws_naming(
+      [&] { cpu::forward<T>(image, view, resproj::span<T>(nullptr, n)); }, "out"));
+  EXPECT_TRUE(bitwise_equal(out, untouched)) << "a rejected call wrote to the output";
+
+  // A valid call afterwards works, and writes exactly n values.
+  cpu::forward<T>(image, view, full);
+  const auto expected = this->good_forward();
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), out.begin()));
+  for (std::size_t i = n; i < out.size(); ++i)
+    EXPECT_EQ(out[i], this->sentinel()) << "wrote past the LOR count at " << i;
+}
+
+TYPED_TEST(BadInput, BackRejectsBadArgumentsBeforeWriting) {
+  using T = TypeParam;
+  const auto &g = this->g;
+  const auto &lors = this->lors;
+  const std::size_t n = lors.size();
+  const std::vector<T> untouched(this->image.size(), this->sentinel());
+  std::vector<T> img = untouched;
+  const auto image = rt::image_of(img, g);
+  const auto view = rt::view_of(lors);
+  const auto vals = rt::cspan_of(this->values);
+
+  for (auto acc :
+       {cpu::back_accumulation::atomic, cpu::back_accumulation::thread_images}) {
+    const cpu::options opt{acc, 2};
+    EXPECT_TRUE(throws_naming(
+        [&] {
+          cpu::back<T>(resproj::image_view<T>(nullptr, rt::geometry_of(g)), view, vals,
+                       opt);
+        },
+        "image.data"));
+    EXPECT_TRUE(throws_naming(
+        [&] {
+          cpu::back<T>(image, resproj::lor_view<const T>(nullptr, lors.ends.data(), n),
+                       vals, opt);
+        },
+        "lors.starts"));
+    EXPECT_TRUE(throws_naming(
+        [&] {
+          cpu::back<T>(image, resproj::lor_view<const T>(lors.starts.data(), nullptr, n),
+                       vals, opt);
+        },
+        "lors.ends"));
+    EXPECT_TRUE(throws_naming(
+        [&] {
+          cpu::back<T>(image, view, resproj::span<const T>(vals.data(), n - 1), opt);
+        },
+        "values"));
+    EXPECT_TRUE(throws_naming(
+        [&] { cpu::back<T>(image, view, resproj::span<const T>(), opt); }, "values"));
+    EXPECT_TRUE(throws_naming(
+        [&] { cpu::back<T>(image, view, resproj::span<const T>(nullptr, n), opt); },
+        "values"));
+    EXPECT_TRUE(bitwise_equal(img, untouched)) << "a rejected call wrote to the image";
+  }
+
+  // A valid call afterwards works.
+  std::fill(img.begin(), img.end(), T(0));
+  cpu::back<T>(image, view, vals);
+  const auto expected = this->good_back();
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < img.size(); ++i) {
+    num +=
+        (double(img[i]) - double(expected[i])) * (double(img[i]) - double(expected[i]));
+    den += double(expected[i]) * double(expected[i]);
+  }
+  EXPECT_GT(den, 0.0);
+  EXPECT_LT(std::sqrt(num / den), 1e-5);
+}
+
+TYPED_TEST(BadInput, ZeroLorsWithNullPointersIsANoOp) {
+  using T = TypeParam;
+  const auto &g = this->g;
+  const resproj::lor_view<const T> none(nullptr, nullptr, 0);
+  // Null output of size 0.
+  EXPECT_NO_THROW(
+      cpu::forward<T>(rt::cimage_of(this->image, g), none, resproj::span<T>()));
+  // A real output buffer is left alone.
+  std::vector<T> out(5, this->sentinel());
+  const auto out_before = out;
+  EXPECT_NO_THROW(cpu::forward<T>(rt::cimage_of(this->image, g), none, rt::span_of(out)));
+  EXPECT_TRUE(bitwise_equal(out, out_before));
+  // Back projection of nothing leaves the image bitwise unchanged.
+  for (auto acc :
+       {cpu::back_accumulation::atomic, cpu::back_accumulation::thread_images}) {
+    std::vector<T> img = this->image;
+    EXPECT_NO_THROW(cpu::back<T>(rt::image_of(img, g), none, resproj::span<const T>(),
+                                 cpu::options{acc, 2}));
+    EXPECT_TRUE(bitwise_equal(img, this->image));
+  }
+  // Zero LORs from a non-null view, too.
+  const auto empty = rt::view_of(this->lors).subview(3, 0);
+  EXPECT_NO_THROW(
+      cpu::forward<T>(rt::cimage_of(this->image, g), empty, resproj::span<T>()));
+}
+
+// More values or a larger output than needed is fine: only the first
+// `count` are used or written.
+TYPED_TEST(BadInput, LargerBuffersAreFine) {
+  using T = TypeParam;
+  const auto &g = this->g;
+  const auto view = rt::view_of(this->lors).subview(0, 100);
+  std::vector<T> out(300, this->sentinel());
+  cpu::forward<T>(rt::cimage_of(this->image, g), view, rt::span_of(out));
+  const auto expected = this->good_forward();
+  for (std::size_t i = 0; i < 100; ++i)
+    EXPECT_EQ(out[i], expected[i]);
+  for (std::size_t i = 100; i < out.size(); ++i)
+    EXPECT_EQ(out[i], this->sentinel());
+  std::vector<T> img(this->image.size(), T(0));
+  EXPECT_NO_THROW(cpu::back<T>(rt::image_of(img, g), view, rt::cspan_of(this->values)));
+}
+
+} // namespace
