@@ -19,6 +19,15 @@
 #define RESPROJ_DEVICE_COMPILER 0
 #endif
 
+/// Placed before a __host__ __device__ template that calls a functor
+/// supplied by the caller (e.g. the CPU backend's host-only accumulators):
+/// nvcc then checks the call only where the template is used in device code.
+#if RESPROJ_DEVICE_COMPILER
+#define RESPROJ_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#define RESPROJ_EXEC_CHECK_DISABLE
+#endif
+
 /// `true` inside the device pass of nvcc.
 #if defined(__CUDA_ARCH__)
 #define RESPROJ_IN_DEVICE_CODE 1

@@ -199,6 +199,7 @@ RESPROJ_HD T sample(const T *image, const joseph_ray<T> &r, std::int64_t p) noex
 
 /// Transpose of `sample`: adds `value * weight` to each in-image neighbour
 /// through `add(T* voxel, T amount)` (plain or atomic, backend's choice).
+RESPROJ_EXEC_CHECK_DISABLE
 template <class I = std::int64_t, class T, class Add>
 RESPROJ_HD void scatter(T *image, const joseph_ray<T> &r, std::int64_t p, T value,
                         Add &&add) noexcept {
@@ -225,6 +226,7 @@ RESPROJ_HD T forward_planes(const T *image, const joseph_ray<T> &r, std::int64_t
 
 /// Non-TOF back projection of `value` along one LOR, planes as in
 /// `forward_planes`.
+RESPROJ_EXEC_CHECK_DISABLE
 template <class I = std::int64_t, class T, class Add>
 RESPROJ_HD void back_planes(T *image, const joseph_ray<T> &r, T value, std::int64_t first,
                             std::int64_t stride, Add &&add) noexcept {
@@ -252,6 +254,7 @@ RESPROJ_HD T forward_lor(const image_grid<T> &g, const T *image, const T a[3],
 }
 
 /// Non-TOF back projection of `value` along LOR a -> b.
+RESPROJ_EXEC_CHECK_DISABLE
 template <class T, class Add>
 RESPROJ_HD void back_lor(const image_grid<T> &g, T *image, const T a[3],
                          const T b[3], T value, Add &&add) noexcept {
