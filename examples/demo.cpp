@@ -45,8 +45,10 @@ bool run_on_gpu(const rp::image_geometry &geometry, const std::vector<float> &im
   gpu::stream s; // non-blocking, owned
   gpu::device_image<float> d_image(geometry, s);
   gpu::device_image<float> d_back(geometry, s);
-  auto d_starts = gpu::make_device_buffer(rp::span<const float>(starts.data(), starts.size()), s);
-  auto d_ends = gpu::make_device_buffer(rp::span<const float>(ends.data(), ends.size()), s);
+  auto d_starts =
+      gpu::make_device_buffer(rp::span<const float>(starts.data(), starts.size()), s);
+  auto d_ends =
+      gpu::make_device_buffer(rp::span<const float>(ends.data(), ends.size()), s);
   gpu::device_buffer<float> d_projection(n, s), d_ones(n, s);
   d_image.upload(rp::span<const float>(image.data(), image.size()), s);
   d_ones.fill(1.f, s);
@@ -74,11 +76,13 @@ bool run_on_gpu(const rp::image_geometry &geometry, const std::vector<float> &im
 
   double diff = 0, norm = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    diff += double(projection[i] - cpu_projection[i]) * (projection[i] - cpu_projection[i]);
+    diff +=
+        double(projection[i] - cpu_projection[i]) * (projection[i] - cpu_projection[i]);
     norm += double(cpu_projection[i]) * cpu_projection[i];
   }
   const double rel = std::sqrt(diff / norm);
-  std::printf("GPU forward: %.3f ms (%.3g LORs/s)\n", ms_forward, double(n) / (ms_forward * 1e-3));
+  std::printf("GPU forward: %.3f ms (%.3g LORs/s)\n", ms_forward,
+              double(n) / (ms_forward * 1e-3));
   std::printf("GPU back:    %.3f ms (%.3g LORs/s)\n", ms_back,
               double(n) / (ms_back * 1e-3));
   std::printf("GPU vs CPU forward: relative difference %.2e (%s)\n", rel,

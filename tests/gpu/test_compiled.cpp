@@ -35,13 +35,17 @@ TEST(gpu_compiled, host_compiler_can_project) {
 
     // Device-resident LORs through the plain runtime API.
     float *d_lors = nullptr, *d_out = nullptr;
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d_lors), 2 * starts.size() * sizeof(float)), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d_out), n * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(
+        cudaMalloc(reinterpret_cast<void **>(&d_lors), 2 * starts.size() * sizeof(float)),
+        cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(&d_out), n * sizeof(float)),
+              cudaSuccess);
     cudaMemcpyAsync(d_lors, starts.data(), starts.size() * sizeof(float),
                     cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(d_lors + starts.size(), ends.data(), ends.size() * sizeof(float),
                     cudaMemcpyHostToDevice, stream);
-    gc::forward(d_img.view(), rp::lor_view<const float>(d_lors, d_lors + starts.size(), n),
+    gc::forward(d_img.view(),
+                rp::lor_view<const float>(d_lors, d_lors + starts.size(), n),
                 rp::span<float>(d_out, n), stream);
     cudaMemcpyAsync(gpu_out.data(), d_out, n * sizeof(float), cudaMemcpyDeviceToHost,
                     stream);
@@ -51,7 +55,8 @@ TEST(gpu_compiled, host_compiler_can_project) {
 
     // Host LORs through the streaming projector.
     gc::host_lor_projector<float> streamer(2);
-    streamer.forward(d_img.view(), rp::lor_view<const float>(starts.data(), ends.data(), n),
+    streamer.forward(d_img.view(),
+                     rp::lor_view<const float>(starts.data(), ends.data(), n),
                      rp::span<float>(host_out.data(), n), stream);
   }
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
@@ -73,10 +78,11 @@ TEST(gpu_compiled, rejects_host_memory) {
   const float a[3] = {-9, 0, 0}, b[3] = {9, 0, 0};
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  EXPECT_THROW(gc::forward(rp::gpu::device_image_view<const float>(host_image.data(), g, 0),
-                           rp::lor_view<const float>(a, b, 1), rp::span<float>(out.data(), 1),
-                           stream),
-               rp::invalid_argument);
+  EXPECT_THROW(
+      gc::forward(rp::gpu::device_image_view<const float>(host_image.data(), g, 0),
+                  rp::lor_view<const float>(a, b, 1), rp::span<float>(out.data(), 1),
+                  stream),
+      rp::invalid_argument);
   cudaStreamDestroy(stream);
 }
 

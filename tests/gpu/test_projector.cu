@@ -50,8 +50,8 @@ template <class T>
 void cylinder_lors(const rp::image_geometry &g, std::vector<T> &starts,
                    std::vector<T> &ends) {
   const int per_ring = 48, rings = 6;
-  const double radius = 0.8 * std::hypot(g.box_max(0) - g.box_min(0),
-                                         g.box_max(1) - g.box_min(1));
+  const double radius =
+      0.8 * std::hypot(g.box_max(0) - g.box_min(0), g.box_max(1) - g.box_min(1));
   const double z_extent = g.box_max(2) - g.box_min(2);
   starts.clear();
   ends.clear();
@@ -110,12 +110,8 @@ double relative_error(const std::vector<T> &a, const std::vector<T> &b,
 }
 
 template <class T> struct tolerance;
-template <> struct tolerance<float> {
-  static constexpr double value = 1e-5;
-};
-template <> struct tolerance<double> {
-  static constexpr double value = 1e-12;
-};
+template <> struct tolerance<float> { static constexpr double value = 1e-5; };
+template <> struct tolerance<double> { static constexpr double value = 1e-12; };
 
 struct problem {
   std::array<std::int64_t, 3> shape;
@@ -151,7 +147,8 @@ void compare_with_cpu(const rp::image_geometry &g, const std::vector<T> &starts,
   gpu::stream s;
   gpu::device_image<T> d_img(g, s);
   d_img.upload(rp::span<const T>(image.data(), image.size()), s);
-  auto d_starts = gpu::make_device_buffer(rp::span<const T>(starts.data(), starts.size()), s);
+  auto d_starts =
+      gpu::make_device_buffer(rp::span<const T>(starts.data(), starts.size()), s);
   auto d_ends = gpu::make_device_buffer(rp::span<const T>(ends.data(), ends.size()), s);
   auto d_values = gpu::make_device_buffer(rp::span<const T>(values.data(), n), s);
   gpu::device_buffer<T> d_fwd(n, s);
@@ -215,7 +212,8 @@ TYPED_TEST(gpu_projector, adjoint) {
     gpu::device_image<T> d_x(g, s), d_bp(g, s);
     d_x.upload(rp::span<const T>(x.data(), x.size()), s);
     d_bp.zero(s);
-    auto d_s = gpu::make_device_buffer(rp::span<const T>(starts.data(), starts.size()), s);
+    auto d_s =
+        gpu::make_device_buffer(rp::span<const T>(starts.data(), starts.size()), s);
     auto d_e = gpu::make_device_buffer(rp::span<const T>(ends.data(), ends.size()), s);
     auto d_y = gpu::make_device_buffer(rp::span<const T>(y.data(), n), s);
     gpu::device_buffer<T> d_ax(n, s);
@@ -227,7 +225,8 @@ TYPED_TEST(gpu_projector, adjoint) {
     d_bp.download(rp::span<T>(aty.data(), aty.size()), s);
     s.synchronize();
     const double lhs = dot(ax, y), rhs = dot(x, aty);
-    EXPECT_LT(std::abs(lhs - rhs) / std::abs(lhs), tolerance<T>::value) << lhs << " vs " << rhs;
+    EXPECT_LT(std::abs(lhs - rhs) / std::abs(lhs), tolerance<T>::value)
+        << lhs << " vs " << rhs;
     ++seed;
   }
 }
@@ -250,8 +249,10 @@ TEST_F(gpu_test, graph_capture_replays_the_same_result) {
   gpu::stream s;
   gpu::device_image<float> d_img(p.g, s), d_bp(p.g, s);
   d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_s =
+      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e =
+      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
   auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
   gpu::device_buffer<float> d_fwd(p.n, s);
   const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
@@ -263,7 +264,8 @@ TEST_F(gpu_test, graph_capture_replays_the_same_result) {
     d_bp.zero(s);
     for (std::size_t first = 0; first < p.n; first += chunk) {
       const std::size_t m = std::min(chunk, p.n - first);
-      gpu::forward<float>(d_img, lors.subview(first, m), d_fwd.span().subspan(first, m), s);
+      gpu::forward<float>(d_img, lors.subview(first, m), d_fwd.span().subspan(first, m),
+                          s);
       gpu::back<float>(d_bp, lors.subview(first, m), d_v.cspan().subspan(first, m), s);
     }
   };
@@ -300,8 +302,10 @@ TEST_F(gpu_test, thousand_calls_allocate_nothing) {
   gpu::stream s;
   gpu::device_image<float> d_img(p.g, s);
   d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_s =
+      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e =
+      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
   auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
   gpu::device_buffer<float> d_fwd(p.n, s);
   const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
@@ -325,8 +329,10 @@ TEST_F(gpu_test, rejects_bad_arguments_before_writing) {
   gpu::stream s;
   gpu::device_image<float> d_img(p.g, s);
   d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_s =
+      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e =
+      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
   gpu::device_buffer<float> d_out(p.n, s);
   d_out.fill(-7.f, s);
   const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
@@ -349,18 +355,23 @@ TEST_F(gpu_test, rejects_bad_arguments_before_writing) {
       [&] { gpu::forward<float>(d_img, lors, rp::span<float>(host_out.data(), p.n), s); },
       "out");
   // Output too small.
-  expect_invalid([&] { gpu::forward<float>(d_img, lors, d_out.span().subspan(0, p.n - 1), s); },
-                 "out");
+  expect_invalid(
+      [&] { gpu::forward<float>(d_img, lors, d_out.span().subspan(0, p.n - 1), s); },
+      "out");
   // Host image memory behind a device view.
   expect_invalid(
       [&] {
-        gpu::forward<float>(gpu::device_image_view<const float>(p.image.data(), p.g, d_img.device()),
-                            lors, d_out.span(), s);
+        gpu::forward<float>(
+            gpu::device_image_view<const float>(p.image.data(), p.g, d_img.device()),
+            lors, d_out.span(), s);
       },
       "image.data");
   // The legacy default stream.
-  expect_invalid([&] { gpu::forward<float>(d_img, lors, d_out.span(), gpu::stream_ref(cudaStreamLegacy)); },
-                 "stream");
+  expect_invalid(
+      [&] {
+        gpu::forward<float>(d_img, lors, d_out.span(), gpu::stream_ref(cudaStreamLegacy));
+      },
+      "stream");
   // Bad mapping option.
   gpu::launch_options bad;
   bad.threads_per_lor = 3;
@@ -398,8 +409,8 @@ TEST_F(gpu_test, rejects_memory_of_another_device) {
   {
     gpu::device_guard on1(1);
     gpu::stream s1;
-    d_s = std::make_unique<gpu::device_buffer<float>>(
-        gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s1));
+    d_s = std::make_unique<gpu::device_buffer<float>>(gpu::make_device_buffer(
+        rp::span<const float>(p.starts.data(), p.starts.size()), s1));
     d_e = std::make_unique<gpu::device_buffer<float>>(
         gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s1));
     s1.synchronize();
@@ -425,8 +436,10 @@ TEST_P(gpu_streamer, equals_resident_call) {
   gpu::stream s;
   gpu::device_image<float> d_img(p.g, s);
   d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_s =
+      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e =
+      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
   auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
   gpu::device_buffer<float> d_fwd(p.n, s);
   const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
@@ -456,8 +469,11 @@ TEST_P(gpu_streamer, equals_resident_call) {
   gpu::pinned_buffer<float> ps(p.starts.size()), pe(p.ends.size()), pout(p.n);
   std::copy(p.starts.begin(), p.starts.end(), ps.data());
   std::copy(p.ends.begin(), p.ends.end(), pe.data());
-  streamer.forward(d_img, rp::lor_view<const float>(ps.data(), pe.data(), p.n), pout.span(), s);
-  EXPECT_LT(relative_error(std::vector<float>(pout.data(), pout.data() + p.n), fwd_ref, 0), 1e-6);
+  streamer.forward(d_img, rp::lor_view<const float>(ps.data(), pe.data(), p.n),
+                   pout.span(), s);
+  EXPECT_LT(
+      relative_error(std::vector<float>(pout.data(), pout.data() + p.n), fwd_ref, 0),
+      1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(chunk_sizes, gpu_streamer,
@@ -469,7 +485,8 @@ TEST_F(gpu_test, streamer_rejects_device_arrays) {
   gpu::stream s;
   gpu::device_image<float> d_img(p.g, s);
   d_img.zero(s);
-  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_s =
+      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
   gpu::lor_streamer<float> streamer(64);
   std::vector<float> out(p.n);
   try {
@@ -489,8 +506,10 @@ TEST_F(gpu_test, row_order_gives_the_same_values) {
   gpu::stream s;
   gpu::device_image<float> d_img(p.g, s), d_bp(p.g, s), d_bp_rows(p.g, s);
   d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s = gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e = gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  auto d_s =
+      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
+  auto d_e =
+      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
   auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
   gpu::device_buffer<float> d_a(p.n, s), d_b(p.n, s);
   const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
@@ -513,6 +532,7 @@ TEST_F(gpu_test, row_order_gives_the_same_values) {
   EXPECT_EQ(a, b);
   EXPECT_LT(relative_error(bb, ba, 0), 1e-6);
   rows.rows = 7; // does not divide 6000
-  EXPECT_THROW(gpu::forward<float>(d_img, lors, d_b.span(), rows, s), rp::invalid_argument);
+  EXPECT_THROW(gpu::forward<float>(d_img, lors, d_b.span(), rows, s),
+               rp::invalid_argument);
 }
 } // namespace

@@ -47,9 +47,9 @@
 /// libraries built against different resproj versions do not clash.
 #define RESPROJ_ABI_NAMESPACE v0_1
 
-#define RESPROJ_NAMESPACE_BEGIN                                                \
-  namespace resproj {                                                          \
+#define RESPROJ_NAMESPACE_BEGIN                                                          \
+  namespace resproj {                                                                    \
   inline namespace RESPROJ_ABI_NAMESPACE {
-#define RESPROJ_NAMESPACE_END                                                  \
-  }                                                                            \
+#define RESPROJ_NAMESPACE_END                                                            \
+  }                                                                                      \
   }

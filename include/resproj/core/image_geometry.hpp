@@ -36,16 +36,15 @@ public:
     for (int k = 0; k < 3; ++k) {
       const std::string idx = "[" + std::to_string(k) + "]";
       if (shape[k] <= 0)
-        detail::throw_invalid("shape" + idx, "must be > 0 (got " +
-                                                 std::to_string(shape[k]) + ")");
+        detail::throw_invalid("shape" + idx,
+                              "must be > 0 (got " + std::to_string(shape[k]) + ")");
       if (!std::isfinite(voxel_size[k]) || !(voxel_size[k] > 0))
-        detail::throw_invalid("voxel_size" + idx,
-                              "must be finite and > 0 (got " +
-                                  std::to_string(voxel_size[k]) + ")");
+        detail::throw_invalid("voxel_size" + idx, "must be finite and > 0 (got " +
+                                                      std::to_string(voxel_size[k]) +
+                                                      ")");
       if (!std::isfinite(origin[k]))
-        detail::throw_invalid("origin" + idx, "must be finite (got " +
-                                                  std::to_string(origin[k]) +
-                                                  ")");
+        detail::throw_invalid("origin" + idx,
+                              "must be finite (got " + std::to_string(origin[k]) + ")");
     }
     // The voxel count must fit in a signed 64-bit index.
     const double n = double(shape[0]) * double(shape[1]) * double(shape[2]);
@@ -64,23 +63,13 @@ public:
     return image_geometry(shape, voxel_size, origin);
   }
 
-  const std::array<std::int64_t, 3> &shape() const noexcept {
-    return shape_;
-  }
-  const std::array<double, 3> &voxel_size() const noexcept {
-    return voxel_size_;
-  }
-  const std::array<double, 3> &origin() const noexcept {
-    return origin_;
-  }
+  const std::array<std::int64_t, 3> &shape() const noexcept { return shape_; }
+  const std::array<double, 3> &voxel_size() const noexcept { return voxel_size_; }
+  const std::array<double, 3> &origin() const noexcept { return origin_; }
   /// n0 * n1 * n2.
-  std::int64_t num_voxels() const noexcept {
-    return shape_[0] * shape_[1] * shape_[2];
-  }
+  std::int64_t num_voxels() const noexcept { return shape_[0] * shape_[1] * shape_[2]; }
   /// Lower edge of the image box along axis k: `origin_k - s_k / 2`.
-  double box_min(int k) const noexcept {
-    return origin_[k] - 0.5 * voxel_size_[k];
-  }
+  double box_min(int k) const noexcept { return origin_[k] - 0.5 * voxel_size_[k]; }
   /// Upper edge of the image box along axis k.
   double box_max(int k) const noexcept {
     return box_min(k) + double(shape_[k]) * voxel_size_[k];

@@ -21,17 +21,15 @@ public:
   constexpr span() noexcept = default;
   RESPROJ_HD constexpr span(T *data, std::size_t size) noexcept
       : data_(data), size_(size) {}
-  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> &&
-                                              !std::is_same_v<U, T>>>
+  template <class U,
+            class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   RESPROJ_HD constexpr span(span<U> other) noexcept
       : data_(other.data()), size_(other.size()) {}
 
   RESPROJ_HD constexpr T *data() const noexcept { return data_; }
   RESPROJ_HD constexpr std::size_t size() const noexcept { return size_; }
   RESPROJ_HD constexpr bool empty() const noexcept { return size_ == 0; }
-  RESPROJ_HD constexpr T &operator[](std::size_t i) const noexcept {
-    return data_[i];
-  }
+  RESPROJ_HD constexpr T &operator[](std::size_t i) const noexcept { return data_[i]; }
   RESPROJ_HD constexpr T *begin() const noexcept { return data_; }
   RESPROJ_HD constexpr T *end() const noexcept { return data_ + size_; }
   /// Elements `[offset, offset + count)`. Unchecked, like std::span.

@@ -23,8 +23,8 @@ template <class T> struct image_view {
 
   image_view(T *data_, const image_geometry &geometry_) noexcept
       : data(data_), geometry(geometry_) {}
-  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> &&
-                                              !std::is_same_v<U, T>>>
+  template <class U,
+            class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   image_view(const image_view<U> &other) noexcept
       : data(other.data), geometry(other.geometry) {}
 
@@ -46,14 +46,13 @@ template <class T> struct lor_view {
   constexpr lor_view() noexcept = default;
   RESPROJ_HD constexpr lor_view(T *starts_, T *ends_, std::size_t count_) noexcept
       : starts(starts_), ends(ends_), count(count_) {}
-  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> &&
-                                              !std::is_same_v<U, T>>>
+  template <class U,
+            class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   RESPROJ_HD constexpr lor_view(const lor_view<U> &other) noexcept
       : starts(other.starts), ends(other.ends), count(other.count) {}
 
   /// LORs `[first, first + n)` of this view (unchecked).
-  RESPROJ_HD constexpr lor_view subview(std::size_t first,
-                                        std::size_t n) const noexcept {
+  RESPROJ_HD constexpr lor_view subview(std::size_t first, std::size_t n) const noexcept {
     return lor_view(starts + 3 * first, ends + 3 * first, n);
   }
 };

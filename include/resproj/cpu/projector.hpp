@@ -40,9 +40,7 @@ struct options {
 };
 
 namespace detail {
-template <class T> struct identity {
-  using type = T;
-};
+template <class T> struct identity { using type = T; };
 template <class T> using identity_t = typename identity<T>::type;
 
 /// Plain accumulation (one writer per image copy). A named functor, not a

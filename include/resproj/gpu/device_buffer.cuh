@@ -42,8 +42,7 @@ template <std::size_t Size, std::size_t Align> struct alignas(Align) element_byt
 
 /// Grid-stride fill: `data[i] = value` for i < count.
 template <class E>
-RESPROJ_KERNEL void buffer_fill_kernel(E *data, std::size_t count,
-                                                     E value) {
+RESPROJ_KERNEL void buffer_fill_kernel(E *data, std::size_t count, E value) {
   const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
   for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride)

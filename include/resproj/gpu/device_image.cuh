@@ -11,8 +11,8 @@
 #include "resproj/core/span.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/gpu/device.cuh"
-#include "resproj/gpu/device_image_view.hpp"
 #include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image_view.hpp"
 #include "resproj/gpu/stream.cuh"
 
 RESPROJ_NAMESPACE_BEGIN

@@ -30,8 +30,8 @@ template <class T> struct device_image_view {
   /// Nothing is checked here; compute calls check the pointer.
   device_image_view(T *data_, const image_geometry &geometry_, int device_) noexcept
       : data(data_), geometry(geometry_), device(device_) {}
-  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> &&
-                                              !std::is_same_v<U, T>>>
+  template <class U,
+            class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   device_image_view(const device_image_view<U> &other) noexcept
       : data(other.data), geometry(other.geometry), device(other.device) {}
 

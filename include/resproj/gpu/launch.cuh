@@ -95,10 +95,9 @@ inline lor_order make_lor_order(const launch_options &opt, std::size_t count) {
   lor_order order;
   if (opt.rows > 1) {
     if (count % opt.rows != 0)
-      resproj::detail::throw_invalid("options.rows",
-                                     std::to_string(opt.rows) +
-                                         " does not divide the LOR count " +
-                                         std::to_string(count));
+      resproj::detail::throw_invalid(
+          "options.rows", std::to_string(opt.rows) + " does not divide the LOR count " +
+                              std::to_string(count));
     order.rows = opt.rows;
     order.columns = count / opt.rows;
   }

@@ -25,9 +25,7 @@ RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
 namespace detail {
 
-template <class T> struct identity {
-  using type = T;
-};
+template <class T> struct identity { using type = T; };
 template <class T> using identity_t = typename identity<T>::type;
 
 /// Validates the arguments shared by every projection call, before any
@@ -43,13 +41,12 @@ void check_projection(const device_image_view<const T> &image,
     resproj::detail::throw_invalid("image.data", "null pointer");
   resproj::detail::check_lors(lors, "lors");
   if (data_size < lors.count)
-    resproj::detail::throw_invalid(data_name, "too small: holds " +
-                                                  std::to_string(data_size) +
-                                                  " elements, needs " +
-                                                  std::to_string(lors.count));
+    resproj::detail::throw_invalid(data_name,
+                                   "too small: holds " + std::to_string(data_size) +
+                                       " elements, needs " + std::to_string(lors.count));
   if (lors.count > 0 && data == nullptr)
-    resproj::detail::throw_invalid(data_name, "null pointer with size " +
-                                                  std::to_string(data_size));
+    resproj::detail::throw_invalid(data_name,
+                                   "null pointer with size " + std::to_string(data_size));
   if (!opt.check_pointers)
     return;
   require_device_pointer(image.data, image.device, "image.data");
@@ -95,12 +92,24 @@ void launch_back_g(const math::image_grid<T> &grid, T *image,
 /// Calls `f(std::integral_constant<int, G>{})` for the runtime value g.
 template <class F> void dispatch_group(int g, F &&f) {
   switch (g) {
-  case 1: f(std::integral_constant<int, 1>{}); break;
-  case 2: f(std::integral_constant<int, 2>{}); break;
-  case 4: f(std::integral_constant<int, 4>{}); break;
-  case 8: f(std::integral_constant<int, 8>{}); break;
-  case 16: f(std::integral_constant<int, 16>{}); break;
-  default: f(std::integral_constant<int, 32>{}); break;
+  case 1:
+    f(std::integral_constant<int, 1>{});
+    break;
+  case 2:
+    f(std::integral_constant<int, 2>{});
+    break;
+  case 4:
+    f(std::integral_constant<int, 4>{});
+    break;
+  case 8:
+    f(std::integral_constant<int, 8>{});
+    break;
+  case 16:
+    f(std::integral_constant<int, 16>{});
+    break;
+  default:
+    f(std::integral_constant<int, 32>{});
+    break;
   }
 }
 

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cmath>
-#include <math.h> // floorf, fabsf, sqrtf in the global namespace (host and device)
 #include <cstdint>
+#include <math.h> // floorf, fabsf, sqrtf in the global namespace (host and device)
 
 #include "resproj/core/config.hpp"
 

@@ -17,9 +17,9 @@ namespace math {
 /// to position that the samples need. Planes `first_plane..last_plane`
 /// (inclusive) along `axis` are sampled; none when `first_plane > last_plane`.
 template <class T> struct joseph_ray {
-  int axis = 1;                  ///< principal axis d
-  std::int64_t first_plane = 1;  ///< first sampled plane index
-  std::int64_t last_plane = 0;   ///< last sampled plane index
+  int axis = 1;                 ///< principal axis d
+  std::int64_t first_plane = 1; ///< first sampled plane index
+  std::int64_t last_plane = 0;  ///< last sampled plane index
   /// Fractional voxel index on the first other axis (the lower-numbered
   /// one) at plane p is `u0 + p * du`; likewise `v0 + p * dv` on the second.
   T u0 = 0, du = 0, v0 = 0, dv = 0;
@@ -56,8 +56,8 @@ template <class T> RESPROJ_HD int principal_axis(const T d[3]) noexcept {
 /// box (slab method). Returns false if it misses. Division only, no
 /// multiply-add: the result is the same on every backend.
 template <class T>
-RESPROJ_HD bool clip_to_box(const image_grid<T> &g, const T a[3], const T d[3],
-                            T &t_in, T &t_out) noexcept {
+RESPROJ_HD bool clip_to_box(const image_grid<T> &g, const T a[3], const T d[3], T &t_in,
+                            T &t_out) noexcept {
   T lo = 0, hi = 1;
   for (int k = 0; k < 3; ++k) {
     if (d[k] == T(0)) {
@@ -99,8 +99,12 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
   // Entry and exit along the principal axis in plane units. At t == 1 the
   // point is b itself: a + 1 * (b - a) can miss b by an ulp and drop (or
   // add) the plane of an end point lying exactly on a plane centre.
-  T f_in = ((t_in == T(1) ? b[ax] : a[ax] + mul_no_contract(t_in, d[ax])) - g.origin[ax]) / g.voxel_size[ax];
-  T f_out = ((t_out == T(1) ? b[ax] : a[ax] + mul_no_contract(t_out, d[ax])) - g.origin[ax]) / g.voxel_size[ax];
+  T f_in =
+      ((t_in == T(1) ? b[ax] : a[ax] + mul_no_contract(t_in, d[ax])) - g.origin[ax]) /
+      g.voxel_size[ax];
+  T f_out =
+      ((t_out == T(1) ? b[ax] : a[ax] + mul_no_contract(t_out, d[ax])) - g.origin[ax]) /
+      g.voxel_size[ax];
   if (f_in > f_out) {
     const T tmp = f_in;
     f_in = f_out;
@@ -256,8 +260,8 @@ RESPROJ_HD T forward_lor(const image_grid<T> &g, const T *image, const T a[3],
 /// Non-TOF back projection of `value` along LOR a -> b.
 RESPROJ_EXEC_CHECK_DISABLE
 template <class T, class Add>
-RESPROJ_HD void back_lor(const image_grid<T> &g, T *image, const T a[3],
-                         const T b[3], T value, Add &&add) noexcept {
+RESPROJ_HD void back_lor(const image_grid<T> &g, T *image, const T a[3], const T b[3],
+                         T value, Add &&add) noexcept {
   const joseph_ray<T> r = make_joseph_ray(g, a, b);
   back_planes(image, r, value, r.first_plane, 1, add);
 }

@@ -27,15 +27,14 @@ void back(device_image_view<double> image, lor_view<const double> lors,
   gpu::back<double>(image, lors, values, stream_ref(stream));
 }
 
-template <class T> struct resident_image<T>::impl {
-  device_image<T> image;
-};
+template <class T> struct resident_image<T>::impl { device_image<T> image; };
 
 template <class T>
 resident_image<T>::resident_image(const image_geometry &geometry, cudaStream_t stream)
     : impl_(new impl{device_image<T>(geometry, stream_ref(stream))}) {}
 template <class T> resident_image<T>::~resident_image() = default;
-template <class T> resident_image<T>::resident_image(resident_image &&) noexcept = default;
+template <class T>
+resident_image<T>::resident_image(resident_image &&) noexcept = default;
 template <class T>
 resident_image<T> &resident_image<T>::operator=(resident_image &&) noexcept = default;
 template <class T> void resident_image<T>::upload(span<const T> host, cudaStream_t s) {
@@ -54,9 +53,7 @@ template <class T> device_image_view<const T> resident_image<T>::view() const {
   return impl_->image.cview();
 }
 
-template <class T> struct host_lor_projector<T>::impl {
-  lor_streamer<T> streamer;
-};
+template <class T> struct host_lor_projector<T>::impl { lor_streamer<T> streamer; };
 
 template <class T>
 host_lor_projector<T>::host_lor_projector(std::size_t max_chunk)

@@ -11,7 +11,6 @@
 #include "resproj/math/image_grid.hpp"
 #include "resproj/math/joseph.hpp"
 
-
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
 namespace detail {
