@@ -14,6 +14,8 @@
 #   --bench-args "ARGS"    extra arguments for every benchmark binary (e.g.
 #                          "--benchmark_repetitions=3")
 #   --build-dir DIR        build directory (default build/gpu)
+#   --cmake-arg ARG        extra CMake configure argument (repeatable), e.g.
+#                          -DRESPROJ_CUDA_PER_THREAD_DEFAULT_STREAM=ON
 #   --jobs N               build parallelism (default: nproc)
 #   --timeout SECONDS      limit per test or benchmark binary (default 300)
 #   -h, --help             this text
@@ -53,9 +55,11 @@ jobs=$(nproc 2>/dev/null || echo 4)
 timeout_s=300
 
 need_value() { [ $# -ge 2 ] || { echo "run_gpu.sh: $1 needs a value" >&2; exit 2; }; }
+cmake_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --stages) need_value "$@"; stages=$2; shift 2 ;;
+    --cmake-arg) need_value "$@"; cmake_args+=("$2"); shift 2 ;;
     --stages=*) stages=${1#*=}; shift ;;
     --tests) need_value "$@"; test_filter=$2; shift 2 ;;
     --tests=*) test_filter=${1#*=}; shift ;;
@@ -297,7 +301,8 @@ if has_stage build; then
     echo "== cmake configure"
     cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_CUDA_ARCHITECTURES=90 -DRESPROJ_BUILD_TESTS=ON \
-      -DRESPROJ_BUILD_BENCHMARKS=ON -DRESPROJ_BUILD_EXAMPLES=ON &&
+      -DRESPROJ_BUILD_BENCHMARKS=ON -DRESPROJ_BUILD_EXAMPLES=ON \
+      ${cmake_args[@]+"${cmake_args[@]}"} &&
       echo "== cmake --build" &&
       cmake --build "$build" -j "$jobs" -- -k 0 # keep going: one broken target
                                                   # must not stop the others

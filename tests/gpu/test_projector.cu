@@ -244,18 +244,32 @@ struct small_problem {
   }
 };
 
+/// `small_problem` uploaded: image, LORs, values and an output buffer.
+struct resident_problem {
+  gpu::stream s;
+  gpu::device_image<float> image;
+  gpu::device_buffer<float> starts, ends, values, out;
+  rp::lor_view<const float> lors;
+  explicit resident_problem(const small_problem &p)
+      : image(p.g, s), starts(gpu::make_device_buffer(
+                           rp::span<const float>(p.starts.data(), p.starts.size()), s)),
+        ends(gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()),
+                                     s)),
+        values(gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s)),
+        out(p.n, s), lors(starts.data(), ends.data(), p.n) {
+    image.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
+  }
+};
+
 TEST_F(gpu_test, graph_capture_replays_the_same_result) {
   small_problem p;
-  gpu::stream s;
-  gpu::device_image<float> d_img(p.g, s), d_bp(p.g, s);
-  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s =
-      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e =
-      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
-  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  resident_problem r(p);
+  auto &s = r.s;
+  auto &d_img = r.image;
+  auto &d_v = r.values;
+  gpu::device_image<float> d_bp(p.g, s);
   gpu::device_buffer<float> d_fwd(p.n, s);
-  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  const rp::lor_view<const float> lors = r.lors;
   s.synchronize();
 
   // Reference: eager calls, chunked.
@@ -299,16 +313,12 @@ TEST_F(gpu_test, graph_capture_replays_the_same_result) {
 
 TEST_F(gpu_test, thousand_calls_allocate_nothing) {
   small_problem p(2000);
-  gpu::stream s;
-  gpu::device_image<float> d_img(p.g, s);
-  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s =
-      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e =
-      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
-  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  resident_problem r(p);
+  auto &s = r.s;
+  auto &d_img = r.image;
+  auto &d_v = r.values;
   gpu::device_buffer<float> d_fwd(p.n, s);
-  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  const rp::lor_view<const float> lors = r.lors;
   gpu::forward<float>(d_img, lors, d_fwd.span(), s); // warm-up (module load)
   s.synchronize();
   std::size_t free_before = 0, free_after = 0, total = 0;
@@ -326,16 +336,12 @@ TEST_F(gpu_test, thousand_calls_allocate_nothing) {
 
 TEST_F(gpu_test, rejects_bad_arguments_before_writing) {
   small_problem p(1000);
-  gpu::stream s;
-  gpu::device_image<float> d_img(p.g, s);
-  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s =
-      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e =
-      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
+  resident_problem r(p);
+  auto &s = r.s;
+  auto &d_img = r.image;
   gpu::device_buffer<float> d_out(p.n, s);
   d_out.fill(-7.f, s);
-  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  const rp::lor_view<const float> lors = r.lors;
   const rp::lor_view<const float> host_lors(p.starts.data(), p.ends.data(), p.n);
   std::vector<float> host_out(p.n, -7.f);
 
@@ -433,16 +439,12 @@ class gpu_streamer : public gpu_test,
 TEST_P(gpu_streamer, equals_resident_call) {
   const std::size_t chunk = GetParam();
   small_problem p(7001);
-  gpu::stream s;
-  gpu::device_image<float> d_img(p.g, s);
-  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s =
-      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e =
-      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
-  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  resident_problem r(p);
+  auto &s = r.s;
+  auto &d_img = r.image;
+  auto &d_v = r.values;
   gpu::device_buffer<float> d_fwd(p.n, s);
-  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  const rp::lor_view<const float> lors = r.lors;
   gpu::forward<float>(d_img, lors, d_fwd.span(), s);
   gpu::device_image<float> d_bp(p.g, s);
   d_bp.zero(s);
@@ -503,16 +505,13 @@ TEST_F(gpu_test, streamer_rejects_device_arrays) {
 namespace {
 TEST_F(gpu_test, row_order_gives_the_same_values) {
   small_problem p(6000); // 6000 = 40 rows x 150 columns
-  gpu::stream s;
-  gpu::device_image<float> d_img(p.g, s), d_bp(p.g, s), d_bp_rows(p.g, s);
-  d_img.upload(rp::span<const float>(p.image.data(), p.image.size()), s);
-  auto d_s =
-      gpu::make_device_buffer(rp::span<const float>(p.starts.data(), p.starts.size()), s);
-  auto d_e =
-      gpu::make_device_buffer(rp::span<const float>(p.ends.data(), p.ends.size()), s);
-  auto d_v = gpu::make_device_buffer(rp::span<const float>(p.values.data(), p.n), s);
+  resident_problem r(p);
+  auto &s = r.s;
+  auto &d_img = r.image;
+  auto &d_v = r.values;
+  gpu::device_image<float> d_bp(p.g, s), d_bp_rows(p.g, s);
   gpu::device_buffer<float> d_a(p.n, s), d_b(p.n, s);
-  const rp::lor_view<const float> lors(d_s.data(), d_e.data(), p.n);
+  const rp::lor_view<const float> lors = r.lors;
   gpu::launch_options plain, rows;
   plain.threads_per_lor = rows.threads_per_lor = 4;
   rows.rows = 40;

@@ -57,38 +57,6 @@ void check_projection(const device_image_view<const T> &image,
   require_device_pointer(data, image.device, data_name);
 }
 
-template <class T, int G>
-void launch_forward_g(const math::image_grid<T> &grid, const T *image,
-                      const lor_view<const T> &lors, T *out, const launch_options &opt,
-                      stream_ref s) {
-  const int block = opt.block_size;
-  const std::size_t threads = lors.count * std::size_t(G);
-  const std::size_t blocks = (threads + block - 1) / std::size_t(block);
-  const lor_order order = make_lor_order(opt, lors.count);
-  if (!opt.wide_index && math::fits_32bit_index(grid))
-    launch(forward_kernel<T, std::int32_t, G>, blocks, block, s, "forward_kernel", grid,
-           image, lors.starts, lors.ends, lors.count, order, out);
-  else
-    launch(forward_kernel<T, std::int64_t, G>, blocks, block, s, "forward_kernel", grid,
-           image, lors.starts, lors.ends, lors.count, order, out);
-}
-
-template <class T, int G>
-void launch_back_g(const math::image_grid<T> &grid, T *image,
-                   const lor_view<const T> &lors, const T *values,
-                   const launch_options &opt, stream_ref s) {
-  const int block = opt.block_size;
-  const std::size_t threads = lors.count * std::size_t(G);
-  const std::size_t blocks = (threads + block - 1) / std::size_t(block);
-  const lor_order order = make_lor_order(opt, lors.count);
-  if (!opt.wide_index && math::fits_32bit_index(grid))
-    launch(back_kernel<T, std::int32_t, G>, blocks, block, s, "back_kernel", grid, image,
-           lors.starts, lors.ends, lors.count, order, values);
-  else
-    launch(back_kernel<T, std::int64_t, G>, blocks, block, s, "back_kernel", grid, image,
-           lors.starts, lors.ends, lors.count, order, values);
-}
-
 /// Calls `f(std::integral_constant<int, G>{})` for the runtime value g.
 template <class F> void dispatch_group(int g, F &&f) {
   switch (g) {
@@ -111,6 +79,46 @@ template <class F> void dispatch_group(int g, F &&f) {
     f(std::integral_constant<int, 32>{});
     break;
   }
+}
+
+/// Selects the forward kernel for (T, index type I, lanes per LOR G).
+struct forward_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return forward_kernel<T, I, G>;
+  }
+};
+
+/// Selects the back projection kernel.
+struct back_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return back_kernel<T, I, G>;
+  }
+};
+
+/// Launches a per-LOR kernel `Kernels::get<T, I, G>()` over `count` LORs,
+/// with G lanes per LOR (launch_options or automatic), 32-bit voxel indices
+/// where they fit, on the image's device. Kernel parameters are
+/// `(grid, count, order, args...)`.
+template <class T, class Kernels, class... Args>
+void launch_per_lor(const device_image_view<const T> &image, std::size_t count,
+                    const launch_options &opt, stream_ref s, const char *name,
+                    Args... args) {
+  const int g = threads_per_lor(opt, count, image.device);
+  const lor_order order = make_lor_order(opt, count);
+  const device_guard guard(image.device);
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const bool narrow = !opt.wide_index && math::fits_32bit_index(grid);
+  dispatch_group(g, [&](auto group) {
+    constexpr int G = decltype(group)::value;
+    const std::size_t block = std::size_t(opt.block_size);
+    const std::size_t blocks = (count * std::size_t(G) + block - 1) / block;
+    if (narrow)
+      launch(Kernels::template get<T, std::int32_t, G>(), blocks, opt.block_size, s, name,
+             grid, count, order, args...);
+    else
+      launch(Kernels::template get<T, std::int64_t, G>(), blocks, opt.block_size, s, name,
+             grid, count, order, args...);
+  });
 }
 
 } // namespace detail
@@ -136,13 +144,9 @@ void forward(device_image_view<const detail::identity_t<T>> image,
   detail::check_projection<T>(image, lors, out.data(), out.size(), "out", opt, s);
   if (lors.count == 0)
     return;
-  const int g = detail::threads_per_lor(opt, lors.count, image.device);
-  const device_guard guard(image.device);
-  const auto grid = math::image_grid<T>::from(image.geometry);
-  detail::dispatch_group(g, [&](auto group) {
-    detail::launch_forward_g<T, decltype(group)::value>(grid, image.data, lors,
-                                                        out.data(), opt, s);
-  });
+  detail::launch_per_lor<T, detail::forward_kernels>(image, lors.count, opt, s,
+                                                     "forward_kernel", image.data,
+                                                     lors.starts, lors.ends, out.data());
 }
 
 /// Forward projection with the library's thread-to-LOR mapping.
@@ -172,13 +176,9 @@ void back(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors
                               values.size(), "values", opt, s);
   if (lors.count == 0)
     return;
-  const int g = detail::threads_per_lor(opt, lors.count, image.device);
-  const device_guard guard(image.device);
-  const auto grid = math::image_grid<T>::from(image.geometry);
-  detail::dispatch_group(g, [&](auto group) {
-    detail::launch_back_g<T, decltype(group)::value>(grid, image.data, lors,
-                                                     values.data(), opt, s);
-  });
+  detail::launch_per_lor<T, detail::back_kernels>(
+      device_image_view<const T>(image), lors.count, opt, s, "back_kernel", image.data,
+      lors.starts, lors.ends, values.data());
 }
 
 /// Back projection with the library's thread-to-LOR mapping.

@@ -58,9 +58,9 @@ struct atomic_add {
 
 template <class T, class I, int G>
 RESPROJ_KERNEL void __launch_bounds__(256)
-    forward_kernel(math::image_grid<T> grid, const T *__restrict__ image,
-                   const T *__restrict__ starts, const T *__restrict__ ends,
-                   std::size_t count, lor_order order, T *__restrict__ out) {
+    forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
+                   const T *__restrict__ image, const T *__restrict__ starts,
+                   const T *__restrict__ ends, T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return; // whole groups leave together
@@ -78,9 +78,9 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 template <class T, class I, int G>
 RESPROJ_KERNEL void __launch_bounds__(256)
-    back_kernel(math::image_grid<T> grid, T *__restrict__ image,
-                const T *__restrict__ starts, const T *__restrict__ ends,
-                std::size_t count, lor_order order, const T *__restrict__ values) {
+    back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
+                T *__restrict__ image, const T *__restrict__ starts,
+                const T *__restrict__ ends, const T *__restrict__ values) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
