@@ -42,6 +42,8 @@ public:
 
   /// Copies `bytes` from `src` to `dst` (non-overlapping); returns when done.
   void copy(void *dst, const void *src, std::size_t bytes) {
+    if (bytes == 0)
+      return; // memcpy needs valid pointers even for 0 bytes
     const std::size_t shares = threads_.size() + 1;
     if (threads_.empty() || bytes < min_parallel_bytes) {
       std::memcpy(dst, src, bytes);
