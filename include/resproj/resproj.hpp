@@ -7,9 +7,11 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/core/span.hpp"
+#include "resproj/core/tof.hpp"
 #include "resproj/core/version.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/cpu/projector.hpp"
+#include "resproj/cpu/tof_projector.hpp"
 #include "resproj/math/joseph.hpp"
 #include "resproj/scanner/dmi.hpp"
 

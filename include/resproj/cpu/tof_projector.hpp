@@ -1,0 +1,254 @@
+/// @file
+/// @brief CPU backend, TOF: sinogram and list-mode forward and back
+/// projection (spec/projection.md, "TOF"), OpenMP-parallel over LORs
+/// (serial without OpenMP). Runs the per-LOR math of
+/// math/tof_projection.hpp, shared with the GPU backend.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/core/tof.hpp"
+#include "resproj/core/views.hpp"
+#include "resproj/cpu/projector.hpp"
+#include "resproj/math/joseph.hpp"
+#include "resproj/math/tof_projection.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+RESPROJ_NAMESPACE_BEGIN
+namespace cpu {
+namespace detail {
+
+/// Largest number of TOF bins list-mode accepts (bins are std::int16_t).
+constexpr int max_lm_tof_bins = 32767;
+
+template <class I, class L, class T>
+void check_tof_common(const image_view<I> &image, const lor_view<L> &lors,
+                      const tof_params<T> &tof) {
+  resproj::detail::check_image(image, "image");
+  resproj::detail::check_lors(lors, "lors");
+  resproj::detail::check_tof(tof, lors.count);
+}
+
+template <class T> void check_lm_bins(const tof_params<T> &tof) {
+  if (tof.num_bins > max_lm_tof_bins)
+    resproj::detail::throw_invalid("tof.num_bins",
+                                   "list-mode bins are 16-bit: at most " +
+                                       std::to_string(max_lm_tof_bins) + " (got " +
+                                       std::to_string(tof.num_bins) + ")");
+}
+
+/// Runs `per_lor(i, image, add)` for LORs i in [0, n) with the accumulation
+/// strategy of `opt` (per-thread images, atomics, or serial below 1024
+/// LORs); `add` is plain_add or atomic_add.
+template <class T, class PerLor>
+void run_back(T *img, std::int64_t nv, std::int64_t n, const options &opt,
+              PerLor &&per_lor) {
+  const int threads = n < 1024 ? 1 : thread_count(opt);
+  if (threads == 1) {
+    const plain_add add;
+    for (std::int64_t i = 0; i < n; ++i)
+      per_lor(i, img, add);
+    return;
+  }
+  if (opt.accumulation == back_accumulation::thread_images) {
+    std::vector<T> copies(std::size_t(nv) * std::size_t(threads - 1), T(0));
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#if defined(_OPENMP)
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+      T *mine = tid == 0 ? img : copies.data() + std::size_t(tid - 1) * std::size_t(nv);
+      const plain_add add;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 64)
+#endif
+      for (std::int64_t i = 0; i < n; ++i)
+        per_lor(i, mine, add);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+      for (std::int64_t v = 0; v < nv; ++v)
+        for (int c = 0; c < threads - 1; ++c)
+          img[v] += copies[std::size_t(c) * std::size_t(nv) + std::size_t(v)];
+    }
+    return;
+  }
+  const atomic_add add;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+#endif
+  for (std::int64_t i = 0; i < n; ++i)
+    per_lor(i, img, add);
+}
+
+/// Per-LOR body of back_tof_sino.
+template <class T> struct back_sino_lor {
+  math::image_grid<T> grid;
+  lor_view<const T> lors;
+  tof_params<T> tof;
+  const T *values;
+  template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
+    T a[3], b[3];
+    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    const auto tl = math::tof_lor_of(tof, std::size_t(i));
+    math::back_tof_sino_lor(grid, img, a, b, tl,
+                            values + std::size_t(i) * std::size_t(tof.num_bins), add);
+  }
+};
+
+/// Per-LOR body of back_tof_lm.
+template <class T> struct back_lm_lor {
+  math::image_grid<T> grid;
+  lor_view<const T> lors;
+  tof_params<T> tof;
+  const std::int16_t *bins;
+  const T *values;
+  template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
+    T a[3], b[3];
+    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    const auto tl = math::tof_lor_of(tof, std::size_t(i));
+    math::back_tof_lm_lor(grid, img, a, b, tl, std::int64_t(bins[i]), values[i], add);
+  }
+};
+
+} // namespace detail
+
+/// TOF sinogram forward projection: `out[i * N + j]` = value of LOR i at
+/// TOF bin j (N = `tof.num_bins`). Overwrites `out[0 .. lors.count * N)`.
+/// @param image  image in host memory
+/// @param lors   LORs in host memory
+/// @param tof    TOF parameters; per-LOR arrays in host memory
+/// @param out    output, at least `lors.count * N` values
+/// @param opt    thread count
+/// @throws invalid_argument naming the argument (null pointers, bad TOF
+///         parameters, too-small `out`), before anything is written.
+/// Synchronous; thread-safe for distinct outputs.
+template <class T>
+void forward_tof_sino(image_view<const detail::identity_t<T>> image,
+                      lor_view<const detail::identity_t<T>> lors,
+                      const tof_params<detail::identity_t<T>> &tof, span<T> out,
+                      const options &opt = {}) {
+  detail::check_tof_common(image, lors, tof);
+  const std::size_t nb = std::size_t(tof.num_bins);
+  resproj::detail::check_span(out, lors.count * nb, "out");
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const auto n = static_cast<std::int64_t>(lors.count);
+  const T *img = image.data;
+  T *o = out.data();
+  const int threads = n < 1024 ? 1 : detail::thread_count(opt);
+  (void)threads;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+#endif
+  for (std::int64_t i = 0; i < n; ++i) {
+    T a[3], b[3];
+    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    const auto tl = math::tof_lor_of(tof, std::size_t(i));
+    math::forward_tof_sino_lor(grid, img, a, b, tl, o + std::size_t(i) * nb);
+  }
+}
+
+/// TOF sinogram back projection: adds, for every LOR i and bin j,
+/// `values[i * N + j]` times the weights of (i, j) into `image` (exact
+/// transpose of `forward_tof_sino`). Accumulates: zero the image first for
+/// a plain back projection.
+/// @param image   image in host memory, updated in place
+/// @param lors    LORs in host memory
+/// @param tof     TOF parameters; per-LOR arrays in host memory
+/// @param values  at least `lors.count * N` values
+/// @param opt     threads and accumulation strategy
+/// @throws invalid_argument naming the argument, before anything is written.
+/// Synchronous; not thread-safe for the same image.
+template <class T>
+void back_tof_sino(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+                   const tof_params<detail::identity_t<T>> &tof,
+                   span<const detail::identity_t<T>> values, const options &opt = {}) {
+  detail::check_tof_common(image, lors, tof);
+  resproj::detail::check_span(values, lors.count * std::size_t(tof.num_bins), "values");
+  const detail::back_sino_lor<T> body{math::image_grid<T>::from(image.geometry), lors,
+                                      tof, values.data()};
+  detail::run_back(image.data, image.geometry.num_voxels(),
+                   static_cast<std::int64_t>(lors.count), opt, body);
+}
+
+/// TOF list-mode forward projection: `out[i]` = value of LOR i at TOF bin
+/// `bins[i]`, equal to `forward_tof_sino`'s value at that LOR and bin (to
+/// float rounding); 0 for a bin outside [0, N-1]. Visits only the planes
+/// within reach of the bin. Overwrites `out[0 .. lors.count)`.
+/// @param image  image in host memory
+/// @param lors   LORs (events) in host memory
+/// @param bins   TOF bin of each event, at least `lors.count`
+/// @param tof    TOF parameters (N <= 32767); per-LOR arrays in host memory
+/// @param out    output, at least `lors.count` values
+/// @param opt    thread count
+/// @throws invalid_argument naming the argument, before anything is written.
+/// Synchronous; thread-safe for distinct outputs.
+template <class T>
+void forward_tof_lm(image_view<const detail::identity_t<T>> image,
+                    lor_view<const detail::identity_t<T>> lors,
+                    span<const std::int16_t> bins,
+                    const tof_params<detail::identity_t<T>> &tof, span<T> out,
+                    const options &opt = {}) {
+  detail::check_tof_common(image, lors, tof);
+  detail::check_lm_bins(tof);
+  resproj::detail::check_span(bins, lors.count, "bins");
+  resproj::detail::check_span(out, lors.count, "out");
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const auto n = static_cast<std::int64_t>(lors.count);
+  const T *img = image.data;
+  const std::int16_t *bn = bins.data();
+  T *o = out.data();
+  const int threads = n < 1024 ? 1 : detail::thread_count(opt);
+  (void)threads;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+#endif
+  for (std::int64_t i = 0; i < n; ++i) {
+    T a[3], b[3];
+    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    const auto tl = math::tof_lor_of(tof, std::size_t(i));
+    o[i] = math::forward_tof_lm_lor(grid, img, a, b, tl, std::int64_t(bn[i]));
+  }
+}
+
+/// TOF list-mode back projection: adds `values[i]` times the weights of
+/// LOR i at bin `bins[i]` into `image` (exact transpose of
+/// `forward_tof_lm`; events with a bin outside [0, N-1] add nothing).
+/// Accumulates: zero the image first for a plain back projection.
+/// @param image   image in host memory, updated in place
+/// @param lors    LORs (events) in host memory
+/// @param bins    TOF bin of each event, at least `lors.count`
+/// @param tof     TOF parameters (N <= 32767); per-LOR arrays in host memory
+/// @param values  at least `lors.count` values
+/// @param opt     threads and accumulation strategy
+/// @throws invalid_argument naming the argument, before anything is written.
+/// Synchronous; not thread-safe for the same image.
+template <class T>
+void back_tof_lm(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+                 span<const std::int16_t> bins,
+                 const tof_params<detail::identity_t<T>> &tof,
+                 span<const detail::identity_t<T>> values, const options &opt = {}) {
+  detail::check_tof_common(image, lors, tof);
+  detail::check_lm_bins(tof);
+  resproj::detail::check_span(bins, lors.count, "bins");
+  resproj::detail::check_span(values, lors.count, "values");
+  const detail::back_lm_lor<T> body{math::image_grid<T>::from(image.geometry), lors, tof,
+                                    bins.data(), values.data()};
+  detail::run_back(image.data, image.geometry.num_voxels(),
+                   static_cast<std::int64_t>(lors.count), opt, body);
+}
+
+} // namespace cpu
+RESPROJ_NAMESPACE_END

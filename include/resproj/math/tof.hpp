@@ -1,0 +1,181 @@
+/// @file
+/// @brief TOF weights of one Joseph sample (spec/projection.md, "TOF"):
+/// Gaussian integrated over each bin, truncated window, normalised over the
+/// window. Shared by every backend.
+#pragma once
+
+#include <cstdint>
+
+#include "resproj/core/config.hpp"
+#include "resproj/math/fp.hpp"
+#include "resproj/math/joseph.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace math {
+
+RESPROJ_HD inline float erfc_of(float x) { return erfcf(x); }
+RESPROJ_HD inline double erfc_of(double x) { return erfc(x); }
+RESPROJ_HD inline float ceil_of(float x) { return ceilf(x); }
+RESPROJ_HD inline double ceil_of(double x) { return ceil(x); }
+
+/// TOF constants of one LOR.
+template <class T> struct tof_lor {
+  T bin_width;      ///< w
+  int num_bins;     ///< N
+  T center_offset;  ///< delta
+  T half_range;     ///< (N - 1) / 2
+  T reach;          ///< n_sigma * sigma / w, in bins
+  T inv_edge_scale; ///< 1 / (sqrt(2) sigma)
+};
+
+template <class T>
+RESPROJ_HD tof_lor<T> make_tof_lor(T bin_width, int num_bins, T sigma, T center_offset,
+                                   T num_sigmas) noexcept {
+  tof_lor<T> t;
+  t.bin_width = bin_width;
+  t.num_bins = num_bins;
+  t.center_offset = center_offset;
+  t.half_range = T(num_bins - 1) / T(2); // exact
+  t.reach = mul_no_contract(num_sigmas, sigma) / bin_width;
+  t.inv_edge_scale = T(1) / (T(1.4142135623730950488) * sigma);
+  return t;
+}
+
+/// Signed distance of the sample on plane p from the midpoint of the
+/// unclipped LOR, positive towards the end point. Uncontracted: it feeds
+/// the window decision.
+template <class T>
+RESPROJ_HD T tof_position(const joseph_ray<T> &r, std::int64_t p) noexcept {
+  const T t = r.t0 + mul_no_contract(T(p), r.dt);
+  return mul_no_contract(t - T(0.5), r.length);
+}
+
+/// Fractional bin coordinate of position s: `(s - delta) / w + (N - 1)/2`.
+template <class T> RESPROJ_HD T tof_bin_coordinate(const tof_lor<T> &t, T s) noexcept {
+  return (s - t.center_offset) / t.bin_width + t.half_range;
+}
+
+/// The (unclipped) window of bins of the sample at position s:
+/// `floor(t_p - reach) .. ceil(t_p + reach)`. The discrete decision,
+/// taken without contraction.
+template <class T>
+RESPROJ_HD void tof_window(const tof_lor<T> &t, T s, std::int64_t &first,
+                           std::int64_t &last) noexcept {
+  const T c = tof_bin_coordinate(t, s);
+  first = std::int64_t(floor_of(c - t.reach));
+  last = std::int64_t(ceil_of(c + t.reach));
+}
+
+/// erfc(|x|): one evaluation per bin edge; differences of edges are formed
+/// from it so that tails keep their accuracy (see `edge_difference`).
+template <class T> RESPROJ_HD T edge_value(T x) noexcept { return erfc_of(abs_of(x)); }
+
+/// erf(a) - erf(b) for a >= b, from ga = erfc(|a|), gb = erfc(|b|):
+/// both >= 0: erfc(b) - erfc(a); both <= 0: erfc(-a) - erfc(-b);
+/// otherwise 2 - erfc(|a|) - erfc(|b|). No cancellation in the tails.
+template <class T> RESPROJ_HD T edge_difference(T a, T ga, T b, T gb) noexcept {
+  if (b >= T(0))
+    return gb - ga;
+  if (a <= T(0))
+    return ga - gb;
+  return (T(2) - ga) - gb;
+}
+
+/// Scaled coordinate of the lower edge of bin j for a sample at s:
+/// `(s - e_j) / (sqrt(2) sigma)` with `e_j = (j - N/2) w + delta`.
+/// Decreases with j.
+template <class T>
+RESPROJ_HD T edge_coordinate(const tof_lor<T> &t, T s, std::int64_t j) noexcept {
+  const T edge = (T(j) - t.half_range - T(0.5)) * t.bin_width + t.center_offset;
+  return (s - edge) * t.inv_edge_scale;
+}
+
+/// Calls `f(j, weight_j)` for every bin j of the sample's window that lies
+/// inside [0, N-1], in increasing j; weights are normalised over the whole
+/// window (bins outside [0, N-1] are dropped after normalisation). Costs
+/// m + 1 erfc evaluations for m bins inside, plus 2 for the total.
+template <class T, class F>
+RESPROJ_HD void for_each_tof_weight(const tof_lor<T> &t, T s, F &&f) noexcept {
+  std::int64_t first, last;
+  tof_window(t, s, first, last);
+  const std::int64_t lo = first < 0 ? 0 : first;
+  const std::int64_t hi = last > t.num_bins - 1 ? t.num_bins - 1 : last;
+  if (lo > hi)
+    return;
+  // Total over the whole window: edges `first` and `last + 1`.
+  const T x_first = edge_coordinate(t, s, first);
+  const T x_end = edge_coordinate(t, s, last + 1);
+  const T total = edge_difference(x_first, edge_value(x_first), x_end, edge_value(x_end));
+  if (!(total > T(0)))
+    return;
+  const T scale = T(1) / total; // K_j / W = (erf diff_j / 2) / (erf diff / 2)
+  T x = edge_coordinate(t, s, lo);
+  T g = edge_value(x);
+  for (std::int64_t j = lo; j <= hi; ++j) {
+    const T x_next = edge_coordinate(t, s, j + 1);
+    const T g_next = edge_value(x_next);
+    f(j, edge_difference(x, g, x_next, g_next) * scale);
+    x = x_next;
+    g = g_next;
+  }
+}
+
+/// Weight of bin j for the sample at s (0 if j is outside the window or
+/// outside [0, N-1]); equals the value `for_each_tof_weight` gives bin j.
+template <class T>
+RESPROJ_HD T tof_weight(const tof_lor<T> &t, T s, std::int64_t j) noexcept {
+  std::int64_t first, last;
+  tof_window(t, s, first, last);
+  if (j < first || j > last || j < 0 || j > t.num_bins - 1)
+    return T(0);
+  const T x_first = edge_coordinate(t, s, first);
+  const T x_end = edge_coordinate(t, s, last + 1);
+  const T total = edge_difference(x_first, edge_value(x_first), x_end, edge_value(x_end));
+  if (!(total > T(0)))
+    return T(0);
+  const T scale = T(1) / total; // as for_each_tof_weight: the same value bit for bit
+  const T xa = edge_coordinate(t, s, j), xb = edge_coordinate(t, s, j + 1);
+  return edge_difference(xa, edge_value(xa), xb, edge_value(xb)) * scale;
+}
+
+/// Planes of `r` whose window can contain bin j (a superset: callers still
+/// take the window decision per plane with `tof_weight`). Empty when
+/// `first > last`.
+template <class T>
+RESPROJ_HD void tof_plane_range(const joseph_ray<T> &r, const tof_lor<T> &t,
+                                std::int64_t j, std::int64_t &first,
+                                std::int64_t &last) noexcept {
+  first = r.first_plane;
+  last = r.last_plane;
+  if (r.empty())
+    return;
+  // Bin j is in the window iff c - reach < j + 1 and c + reach > j - 1,
+  // with c = (s - delta)/w + half and s = (t0 + p dt - 1/2) * length.
+  // Solve for p in floating point and widen by one plane each side.
+  const T c_lo = T(j) - T(1) - t.reach, c_hi = T(j) + T(1) + t.reach;
+  const T s_lo = (c_lo - t.half_range) * t.bin_width + t.center_offset;
+  const T s_hi = (c_hi - t.half_range) * t.bin_width + t.center_offset;
+  const T k = r.dt * r.length; // ds/dp
+  if (k == T(0))
+    return;
+  T p_a = ((s_lo / r.length + T(0.5)) - r.t0) / r.dt;
+  T p_b = ((s_hi / r.length + T(0.5)) - r.t0) / r.dt;
+  if (p_a > p_b) {
+    const T tmp = p_a;
+    p_a = p_b;
+    p_b = tmp;
+  }
+  const T lo_plane = floor_of(p_a) - T(1), hi_plane = ceil_of(p_b) + T(1);
+  if (lo_plane > T(last) || hi_plane < T(first)) {
+    first = 1;
+    last = 0;
+    return;
+  }
+  if (lo_plane > T(first))
+    first = std::int64_t(lo_plane);
+  if (hi_plane < T(last))
+    last = std::int64_t(hi_plane);
+}
+
+} // namespace math
+RESPROJ_NAMESPACE_END

@@ -1,0 +1,206 @@
+/// @file
+/// @brief TOF Joseph projection of one LOR (spec/projection.md, "TOF"):
+/// sinogram and list-mode, forward and back. The one implementation of the
+/// per-LOR TOF loops, called by the CPU backend and the GPU kernels.
+///
+/// Plane subsets: every `*_planes` function visits the planes
+/// `first, first + stride, ...` up to `ray.last_plane` (like
+/// `forward_planes`), so several GPU lanes can share a LOR; `first =
+/// ray.first_plane, stride = 1` visits all. List-mode functions further skip
+/// the planes outside `tof_plane_range` of the event's bin.
+///
+/// Functors supplied by callers (`emit`, `add`) are called from
+/// __host__ __device__ code compiled with nv_exec_check_disable, so host-only
+/// functors work on the CPU; use named functors, not lambdas, under nvcc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/tof.hpp"
+#include "resproj/math/image_grid.hpp"
+#include "resproj/math/joseph.hpp"
+#include "resproj/math/tof.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace math {
+
+/// TOF constants of LOR i of a call (per-LOR sigma/offset if present).
+template <class T>
+RESPROJ_HD tof_lor<T> tof_lor_of(const tof_params<T> &tof, std::size_t i) noexcept {
+  return make_tof_lor(tof.bin_width, tof.num_bins, tof.sigma_of(i),
+                      tof.center_offset_of(i), tof.num_sigmas);
+}
+
+namespace detail {
+
+/// for_each_tof_weight callback of the sinogram forward: emit(j, v * w_j).
+template <class T, class Emit> struct tof_emit_sample {
+  T value;
+  Emit &emit;
+  RESPROJ_EXEC_CHECK_DISABLE
+  RESPROJ_HD void operator()(std::int64_t j, T w) const { emit(j, value * w); }
+};
+
+/// for_each_tof_weight callback of the sinogram back: sum_j values[j] w_j.
+template <class T> struct tof_weighted_sum {
+  const T *values;
+  std::int64_t stride;
+  T sum;
+  RESPROJ_HD void operator()(std::int64_t j, T w) noexcept {
+    sum += values[j * stride] * w;
+  }
+};
+
+/// First plane >= lo of the subset `first, first + stride, ...`.
+RESPROJ_HD inline std::int64_t first_in_subset(std::int64_t first, std::int64_t stride,
+                                               std::int64_t lo) noexcept {
+  if (first >= lo)
+    return first;
+  return first + (lo - first + stride - 1) / stride * stride;
+}
+
+/// Adds into a row `out[j * stride]` (one writer per row).
+template <class T> struct row_add {
+  T *out;
+  std::int64_t stride;
+  RESPROJ_HD void operator()(std::int64_t j, T amount) const noexcept {
+    out[j * stride] += amount;
+  }
+};
+
+} // namespace detail
+
+/// TOF sinogram forward, planes `first, first + stride, ...` of `r`: calls
+/// `emit(j, sample_p * weight_j(p))` for every visited plane p and every
+/// bin j of its window inside [0, N-1] (planes in increasing order, bins in
+/// increasing j). Not yet multiplied by `r.step`: the LOR's value at bin j
+/// is `r.step * (sum of its emitted amounts)`.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I = std::int64_t, class T, class Emit>
+RESPROJ_HD void forward_tof_sino_planes(const T *image, const joseph_ray<T> &r,
+                                        const tof_lor<T> &tl, std::int64_t first,
+                                        std::int64_t stride, Emit &&emit) noexcept {
+  for (std::int64_t p = first; p <= r.last_plane; p += stride) {
+    const T v = sample<I>(image, r, p);
+    if (v == T(0))
+      continue; // adds only zeros
+    const detail::tof_emit_sample<T, Emit> f{v, emit};
+    for_each_tof_weight(tl, tof_position(r, p), f);
+  }
+}
+
+/// TOF sinogram forward of LOR a -> b: writes its N values to
+/// `out_row[j * out_stride]`, j = 0..N-1 (overwrites them).
+template <class I = std::int64_t, class T>
+RESPROJ_HD void forward_tof_sino_lor(const image_grid<T> &g, const T *image, const T a[3],
+                                     const T b[3], const tof_lor<T> &tl, T *out_row,
+                                     std::int64_t out_stride = 1) noexcept {
+  for (std::int64_t j = 0; j < tl.num_bins; ++j)
+    out_row[j * out_stride] = T(0);
+  const joseph_ray<T> r = make_joseph_ray(g, a, b);
+  if (r.empty())
+    return;
+  detail::row_add<T> add{out_row, out_stride};
+  forward_tof_sino_planes<I>(image, r, tl, r.first_plane, 1, add);
+  for (std::int64_t j = 0; j < tl.num_bins; ++j)
+    out_row[j * out_stride] *= r.step;
+}
+
+/// TOF sinogram back projection, planes `first, first + stride, ...`: for
+/// each plane adds `r.step * sum_j values_row[j * values_stride] *
+/// weight_j(p)` times the bilinear weights through `add(T* voxel, T amount)`
+/// (one scatter per plane).
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void back_tof_sino_planes(T *image, const joseph_ray<T> &r,
+                                     const tof_lor<T> &tl, const T *values_row,
+                                     std::int64_t values_stride, std::int64_t first,
+                                     std::int64_t stride, Add &&add) noexcept {
+  for (std::int64_t p = first; p <= r.last_plane; p += stride) {
+    detail::tof_weighted_sum<T> f{values_row, values_stride, T(0)};
+    for_each_tof_weight(tl, tof_position(r, p), f);
+    if (f.sum != T(0))
+      scatter<I>(image, r, p, f.sum * r.step, add);
+  }
+}
+
+/// TOF sinogram back projection of LOR a -> b with bin values
+/// `values_row[j * values_stride]` (exact transpose of
+/// `forward_tof_sino_lor`).
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void back_tof_sino_lor(const image_grid<T> &g, T *image, const T a[3],
+                                  const T b[3], const tof_lor<T> &tl, const T *values_row,
+                                  Add &&add, std::int64_t values_stride = 1) noexcept {
+  const joseph_ray<T> r = make_joseph_ray(g, a, b);
+  if (r.empty())
+    return;
+  back_tof_sino_planes<I>(image, r, tl, values_row, values_stride, r.first_plane, 1, add);
+}
+
+/// TOF list-mode forward, planes `first, first + stride, ...` limited to
+/// `tof_plane_range` of `bin`: `r.step * sum_p sample_p * weight_bin(p)`
+/// over the visited planes (0 for a bin outside [0, N-1]). With all planes
+/// visited, equals the sinogram value at `bin` to float rounding.
+template <class I = std::int64_t, class T>
+RESPROJ_HD T forward_tof_lm_planes(const T *image, const joseph_ray<T> &r,
+                                   const tof_lor<T> &tl, std::int64_t bin,
+                                   std::int64_t first, std::int64_t stride) noexcept {
+  if (bin < 0 || bin >= tl.num_bins || r.empty())
+    return T(0);
+  std::int64_t lo, hi;
+  tof_plane_range(r, tl, bin, lo, hi);
+  T acc = 0;
+  for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi;
+       p += stride) {
+    const T w = tof_weight(tl, tof_position(r, p), bin);
+    if (w != T(0))
+      acc += sample<I>(image, r, p) * w;
+  }
+  return acc * r.step;
+}
+
+/// TOF list-mode forward of LOR a -> b at bin `bin`.
+template <class I = std::int64_t, class T>
+RESPROJ_HD T forward_tof_lm_lor(const image_grid<T> &g, const T *image, const T a[3],
+                                const T b[3], const tof_lor<T> &tl,
+                                std::int64_t bin) noexcept {
+  const joseph_ray<T> r = make_joseph_ray(g, a, b);
+  return forward_tof_lm_planes<I>(image, r, tl, bin, r.first_plane, 1);
+}
+
+/// TOF list-mode back projection of `value` at bin `bin`, planes as in
+/// `forward_tof_lm_planes`, through `add(T* voxel, T amount)`.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void back_tof_lm_planes(T *image, const joseph_ray<T> &r, const tof_lor<T> &tl,
+                                   std::int64_t bin, T value, std::int64_t first,
+                                   std::int64_t stride, Add &&add) noexcept {
+  if (bin < 0 || bin >= tl.num_bins || r.empty())
+    return;
+  std::int64_t lo, hi;
+  tof_plane_range(r, tl, bin, lo, hi);
+  const T v = value * r.step;
+  for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi;
+       p += stride) {
+    const T w = tof_weight(tl, tof_position(r, p), bin);
+    if (w != T(0))
+      scatter<I>(image, r, p, v * w, add);
+  }
+}
+
+/// TOF list-mode back projection of `value` along LOR a -> b at bin `bin`
+/// (exact transpose of `forward_tof_lm_lor`).
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void back_tof_lm_lor(const image_grid<T> &g, T *image, const T a[3],
+                                const T b[3], const tof_lor<T> &tl, std::int64_t bin,
+                                T value, Add &&add) noexcept {
+  const joseph_ray<T> r = make_joseph_ray(g, a, b);
+  back_tof_lm_planes<I>(image, r, tl, bin, value, r.first_plane, 1, add);
+}
+
+} // namespace math
+RESPROJ_NAMESPACE_END
