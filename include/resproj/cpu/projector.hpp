@@ -68,6 +68,66 @@ inline int thread_count(const options &opt) {
   return 1;
 #endif
 }
+/// Runs `per_lor(i, image, add)` for LORs i in [0, n) with the accumulation
+/// strategy of `opt` (per-thread images, atomics, or serial below 1024
+/// LORs); `add` is plain_add or atomic_add.
+template <class T, class PerLor>
+void run_back(T *img, std::int64_t nv, std::int64_t n, const options &opt,
+              PerLor &&per_lor) {
+  const int threads = n < 1024 ? 1 : thread_count(opt);
+  if (threads == 1) {
+    const plain_add add;
+    for (std::int64_t i = 0; i < n; ++i)
+      per_lor(i, img, add);
+    return;
+  }
+  if (opt.accumulation == back_accumulation::thread_images) {
+    std::vector<T> copies(std::size_t(nv) * std::size_t(threads - 1), T(0));
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#if defined(_OPENMP)
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+      T *mine = tid == 0 ? img : copies.data() + std::size_t(tid - 1) * std::size_t(nv);
+      const plain_add add;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 64)
+#endif
+      for (std::int64_t i = 0; i < n; ++i)
+        per_lor(i, mine, add);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+      for (std::int64_t v = 0; v < nv; ++v)
+        for (int c = 0; c < threads - 1; ++c)
+          img[v] += copies[std::size_t(c) * std::size_t(nv) + std::size_t(v)];
+    }
+    return;
+  }
+  const atomic_add add;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+#endif
+  for (std::int64_t i = 0; i < n; ++i)
+    per_lor(i, img, add);
+}
+
+/// Per-LOR body of `back`.
+template <class T> struct back_lor_body {
+  math::image_grid<T> grid;
+  lor_view<const T> lors;
+  const T *values;
+  template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
+    T a[3], b[3];
+    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    math::back_lor(grid, img, a, b, values[i], add);
+  }
+};
+
 } // namespace detail
 
 /// Forward projection: `out[i]` = line integral of `image` along LOR i
@@ -118,62 +178,9 @@ void back(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
   resproj::detail::check_lors(lors, "lors");
   resproj::detail::check_span(values, lors.count, "values");
   const auto grid = math::image_grid<T>::from(image.geometry);
-  const auto n = static_cast<std::int64_t>(lors.count);
-  // Small chunks are not worth waking threads for (or extra images).
-  const int threads = n < 1024 ? 1 : detail::thread_count(opt);
-  T *img = image.data;
-
-  if (opt.accumulation == back_accumulation::thread_images && threads > 1) {
-    const std::int64_t nv = image.geometry.num_voxels();
-    std::vector<T> copies(std::size_t(nv) * std::size_t(threads - 1), T(0));
-#if defined(_OPENMP)
-#pragma omp parallel num_threads(threads)
-#endif
-    {
-#if defined(_OPENMP)
-      const int tid = omp_get_thread_num();
-#else
-      const int tid = 0;
-#endif
-      T *mine = tid == 0 ? img : copies.data() + std::size_t(tid - 1) * nv;
-      const detail::plain_add add;
-#if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 256)
-#endif
-      for (std::int64_t i = 0; i < n; ++i) {
-        T a[3], b[3];
-        math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
-        math::back_lor(grid, mine, a, b, values[std::size_t(i)], add);
-      }
-      // Reduce the copies into the image, voxel ranges split over threads.
-#if defined(_OPENMP)
-#pragma omp for schedule(static)
-#endif
-      for (std::int64_t v = 0; v < nv; ++v)
-        for (int c = 0; c < threads - 1; ++c)
-          img[v] += copies[std::size_t(c) * nv + v];
-    }
-    return;
-  }
-
-  if (threads == 1) { // nothing to race with
-    const detail::plain_add add;
-    for (std::int64_t i = 0; i < n; ++i) {
-      T a[3], b[3];
-      math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
-      math::back_lor(grid, img, a, b, values[std::size_t(i)], add);
-    }
-    return;
-  }
-  const detail::atomic_add add;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-#endif
-  for (std::int64_t i = 0; i < n; ++i) {
-    T a[3], b[3];
-    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
-    math::back_lor(grid, img, a, b, values[std::size_t(i)], add);
-  }
+  detail::run_back(image.data, image.geometry.num_voxels(),
+                   static_cast<std::int64_t>(lors.count), opt,
+                   detail::back_lor_body<T>{grid, lors, values.data()});
 }
 
 } // namespace cpu

@@ -45,54 +45,6 @@ template <class T> void check_lm_bins(const tof_params<T> &tof) {
                                        std::to_string(tof.num_bins) + ")");
 }
 
-/// Runs `per_lor(i, image, add)` for LORs i in [0, n) with the accumulation
-/// strategy of `opt` (per-thread images, atomics, or serial below 1024
-/// LORs); `add` is plain_add or atomic_add.
-template <class T, class PerLor>
-void run_back(T *img, std::int64_t nv, std::int64_t n, const options &opt,
-              PerLor &&per_lor) {
-  const int threads = n < 1024 ? 1 : thread_count(opt);
-  if (threads == 1) {
-    const plain_add add;
-    for (std::int64_t i = 0; i < n; ++i)
-      per_lor(i, img, add);
-    return;
-  }
-  if (opt.accumulation == back_accumulation::thread_images) {
-    std::vector<T> copies(std::size_t(nv) * std::size_t(threads - 1), T(0));
-#if defined(_OPENMP)
-#pragma omp parallel num_threads(threads)
-#endif
-    {
-#if defined(_OPENMP)
-      const int tid = omp_get_thread_num();
-#else
-      const int tid = 0;
-#endif
-      T *mine = tid == 0 ? img : copies.data() + std::size_t(tid - 1) * std::size_t(nv);
-      const plain_add add;
-#if defined(_OPENMP)
-#pragma omp for schedule(dynamic, 64)
-#endif
-      for (std::int64_t i = 0; i < n; ++i)
-        per_lor(i, mine, add);
-#if defined(_OPENMP)
-#pragma omp for schedule(static)
-#endif
-      for (std::int64_t v = 0; v < nv; ++v)
-        for (int c = 0; c < threads - 1; ++c)
-          img[v] += copies[std::size_t(c) * std::size_t(nv) + std::size_t(v)];
-    }
-    return;
-  }
-  const atomic_add add;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
-#endif
-  for (std::int64_t i = 0; i < n; ++i)
-    per_lor(i, img, add);
-}
-
 /// Per-LOR body of back_tof_sino.
 template <class T> struct back_sino_lor {
   math::image_grid<T> grid;
