@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -16,16 +16,18 @@
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/span.hpp"
+#include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
+#include "resproj/gpu/detail/parallel_copy.hpp"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_buffer.cuh"
-#include "resproj/gpu/detail/parallel_copy.hpp"
 #include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
 #include "resproj/gpu/pinned_buffer.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
+#include "resproj/gpu/tof_projector.cuh"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
@@ -63,15 +65,16 @@ public:
     if (max_chunk == 0)
       resproj::detail::throw_invalid("max_chunk", "must be > 0");
     if (slots < 2)
-      resproj::detail::throw_invalid("slots", "must be >= 2 (got " +
-                                                  std::to_string(slots) + ")");
+      resproj::detail::throw_invalid("slots",
+                                     "must be >= 2 (got " + std::to_string(slots) + ")");
     slots_.reserve(std::size_t(slots));
     for (int i = 0; i < slots; ++i)
       slots_.emplace_back(max_chunk);
     for (auto &sl : slots_)
       sl.stream.synchronize();
     if (copy_threads < 0)
-      copy_threads = int(std::min(4u, std::max(1u, std::thread::hardware_concurrency() / 2)));
+      copy_threads =
+          int(std::min(4u, std::max(1u, std::thread::hardware_concurrency() / 2)));
     copier_ = std::make_unique<detail::parallel_copier>(
         unsigned(copy_threads > 0 ? copy_threads - 1 : 0));
   }
@@ -131,7 +134,211 @@ public:
     });
   }
 
+  /// TOF sinogram forward projection of host LORs: `host_out[i * N + j]` =
+  /// value of LOR i at TOF bin j (N = `host_tof.num_bins`).
+  /// @param host_tof  TOF parameters; per-LOR `sigmas` / `center_offsets`,
+  ///                  when given, are host arrays indexed like `host_lors`
+  /// @param host_out  host output, at least `host_lors.count * N` values
+  /// @throws as `forward`, plus the TOF parameters ("tof.sigma", ...).
+  /// The first TOF call (or the first with more bins than before) allocates
+  /// the streamer's TOF staging (max_chunk * N values per slot); later calls
+  /// allocate nothing. Host-blocking: returns when `host_out` holds the
+  /// results.
+  void forward_tof_sino(device_image_view<const T> image, lor_view<const T> host_lors,
+                        const tof_params<T> &host_tof, span<T> host_out, stream_ref s) {
+    const std::size_t nb = std::size_t(host_tof.num_bins > 0 ? host_tof.num_bins : 0);
+    check(image, host_lors, host_out.data(), host_out.size(), "host_out", s, nb);
+    check_tof_host(host_lors, host_tof, nullptr, 0, false);
+    if (host_lors.count == 0)
+      return;
+    reserve_tof(nb, host_tof, false);
+    run(image, host_lors, s, [&](slot &sl, std::size_t first, std::size_t n) {
+      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
+      const bool direct = out_pinned_;
+      T *dst = direct ? host_out.data() + first * nb : sl.h_rows.data();
+      gpu::forward_tof_sino<T>(image, sl.lors(n), t, sl.d_rows.span().subspan(0, n * nb),
+                               options_, sl.stream);
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, sl.d_rows.data(), n * nb * sizeof(T),
+                                       cudaMemcpyDeviceToHost, sl.stream.get()));
+      sl.pending_out = direct ? nullptr : host_out.data() + first * nb;
+      sl.pending_src = sl.h_rows.data();
+      sl.pending_count = n * nb;
+    });
+  }
+
+  /// TOF sinogram back projection of host LORs with host values
+  /// (`host_values[i * N + j]`); accumulates into the image.
+  /// @throws as `forward_tof_sino` ("host_values").
+  /// Host-blocking: returns when the back projection is complete on the GPU.
+  void back_tof_sino(device_image_view<T> image, lor_view<const T> host_lors,
+                     const tof_params<T> &host_tof, span<const T> host_values,
+                     stream_ref s) {
+    const std::size_t nb = std::size_t(host_tof.num_bins > 0 ? host_tof.num_bins : 0);
+    check(image, host_lors, host_values.data(), host_values.size(), "host_values", s, nb);
+    check_tof_host(host_lors, host_tof, nullptr, 0, false);
+    if (host_lors.count == 0)
+      return;
+    reserve_tof(nb, host_tof, false);
+    const bool values_pinned = is_pinned(host_values.data());
+    run(image, host_lors, s, [&](slot &sl, std::size_t first, std::size_t n) {
+      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
+      const T *src = host_values.data() + first * nb;
+      if (!values_pinned) {
+        copier_->copy(sl.h_rows.data(), src, n * nb * sizeof(T));
+        src = sl.h_rows.data();
+      }
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(sl.d_rows.data(), src, n * nb * sizeof(T),
+                                       cudaMemcpyHostToDevice, sl.stream.get()));
+      gpu::back_tof_sino<T>(image, sl.lors(n), t, sl.d_rows.cspan().subspan(0, n * nb),
+                            options_, sl.stream);
+      sl.pending_out = nullptr;
+      sl.pending_count = 0;
+    });
+  }
+
+  /// TOF list-mode forward projection of host events: `host_out[i]` = value
+  /// of event i (LOR i at bin `host_bins[i]`).
+  /// @param host_bins  host array of at least `host_lors.count` bins
+  /// @throws as `forward_tof_sino`, and "host_bins".
+  /// Host-blocking: returns when `host_out` holds the results.
+  void forward_tof_lm(device_image_view<const T> image, lor_view<const T> host_lors,
+                      span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
+                      span<T> host_out, stream_ref s) {
+    check(image, host_lors, host_out.data(), host_out.size(), "host_out", s);
+    check_tof_host(host_lors, host_tof, host_bins.data(), host_bins.size(), true);
+    if (host_lors.count == 0)
+      return;
+    reserve_tof(0, host_tof, true);
+    run(image, host_lors, s, [&](slot &sl, std::size_t first, std::size_t n) {
+      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
+      const span<const std::int16_t> bins = stage_bins(sl, host_bins, first, n);
+      const bool direct = out_pinned_;
+      T *dst = direct ? host_out.data() + first : sl.h_data.data();
+      gpu::forward_tof_lm<T>(image, sl.lors(n), bins, t, sl.d_data.span().subspan(0, n),
+                             options_, sl.stream);
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, sl.d_data.data(), n * sizeof(T),
+                                       cudaMemcpyDeviceToHost, sl.stream.get()));
+      sl.pending_out = direct ? nullptr : host_out.data() + first;
+      sl.pending_count = n;
+    });
+  }
+
+  /// TOF list-mode back projection of host events with host values
+  /// (accumulates into the image).
+  /// @throws as `forward_tof_lm` ("host_values").
+  /// Host-blocking: returns when the back projection is complete on the GPU.
+  void back_tof_lm(device_image_view<T> image, lor_view<const T> host_lors,
+                   span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
+                   span<const T> host_values, stream_ref s) {
+    check(image, host_lors, host_values.data(), host_values.size(), "host_values", s);
+    check_tof_host(host_lors, host_tof, host_bins.data(), host_bins.size(), true);
+    if (host_lors.count == 0)
+      return;
+    reserve_tof(0, host_tof, true);
+    const bool values_pinned = is_pinned(host_values.data());
+    run(image, host_lors, s, [&](slot &sl, std::size_t first, std::size_t n) {
+      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
+      const span<const std::int16_t> bins = stage_bins(sl, host_bins, first, n);
+      const T *src = host_values.data() + first;
+      if (!values_pinned) {
+        copier_->copy(sl.h_data.data(), src, n * sizeof(T));
+        src = sl.h_data.data();
+      }
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(sl.d_data.data(), src, n * sizeof(T),
+                                       cudaMemcpyHostToDevice, sl.stream.get()));
+      gpu::back_tof_lm<T>(image, sl.lors(n), bins, t, sl.d_data.cspan().subspan(0, n),
+                          options_, sl.stream);
+      sl.pending_out = nullptr;
+      sl.pending_count = 0;
+    });
+  }
+
 private:
+  struct slot;
+
+  /// TOF checks of a streamer call (after `check`): parameters, host bins
+  /// and host per-LOR arrays.
+  void check_tof_host(const lor_view<const T> &lors, const tof_params<T> &tof,
+                      const std::int16_t *bins, std::size_t bins_size, bool with_bins) {
+    resproj::detail::check_tof(tof, lors.count);
+    if (with_bins) {
+      if (bins_size < lors.count)
+        resproj::detail::throw_invalid(
+            "host_bins", "too small: holds " + std::to_string(bins_size) +
+                             " elements, needs " + std::to_string(lors.count));
+      if (lors.count > 0 && bins == nullptr)
+        resproj::detail::throw_invalid("host_bins", "null pointer");
+    }
+    if (lors.count == 0)
+      return;
+    if (!tof.sigmas.empty())
+      require_host_pointer(tof.sigmas.data(), "tof.sigmas");
+    if (!tof.center_offsets.empty())
+      require_host_pointer(tof.center_offsets.data(), "tof.center_offsets");
+    if (with_bins)
+      require_host_pointer(bins, "host_bins");
+  }
+
+  /// Allocates the TOF staging a call needs, once (grows when a call needs
+  /// more sinogram bins than before).
+  void reserve_tof(std::size_t bins_per_lor, const tof_params<T> &tof, bool need_bins) {
+    const device_guard guard(device_);
+    for (auto &sl : slots_) {
+      const std::size_t rows = max_chunk_ * bins_per_lor;
+      if (rows > sl.d_rows.size()) {
+        sl.d_rows = device_buffer<T>(rows, sl.stream);
+        sl.h_rows = pinned_buffer<T>(rows);
+      }
+      if (need_bins && sl.d_bins.size() < max_chunk_) {
+        sl.d_bins = device_buffer<std::int16_t>(max_chunk_, sl.stream);
+        sl.h_bins = pinned_buffer<std::int16_t>(max_chunk_);
+      }
+      if (!tof.sigmas.empty() && sl.d_sigmas.size() < max_chunk_) {
+        sl.d_sigmas = device_buffer<T>(max_chunk_, sl.stream);
+        sl.h_sigmas = pinned_buffer<T>(max_chunk_);
+      }
+      if (!tof.center_offsets.empty() && sl.d_offsets.size() < max_chunk_) {
+        sl.d_offsets = device_buffer<T>(max_chunk_, sl.stream);
+        sl.h_offsets = pinned_buffer<T>(max_chunk_);
+      }
+    }
+  }
+
+  /// Copies one host array chunk into a slot's device staging (through
+  /// its pinned staging unless the array is pinned) on the slot's stream.
+  template <class E>
+  void stage(slot &sl, const E *host, std::size_t first, std::size_t n, E *pinned,
+             E *device) {
+    const E *src = host + first;
+    if (!is_pinned(host)) {
+      copier_->copy(pinned, src, n * sizeof(E));
+      src = pinned;
+    }
+    RESPROJ_CUDA_TRY(cudaMemcpyAsync(device, src, n * sizeof(E), cudaMemcpyHostToDevice,
+                                     sl.stream.get()));
+  }
+
+  /// The chunk's TOF parameters with per-LOR arrays staged to the device.
+  tof_params<T> stage_tof(slot &sl, const tof_params<T> &host_tof, std::size_t first,
+                          std::size_t n) {
+    tof_params<T> t = host_tof;
+    if (!host_tof.sigmas.empty()) {
+      stage(sl, host_tof.sigmas.data(), first, n, sl.h_sigmas.data(), sl.d_sigmas.data());
+      t.sigmas = span<const T>(sl.d_sigmas.data(), n);
+    }
+    if (!host_tof.center_offsets.empty()) {
+      stage(sl, host_tof.center_offsets.data(), first, n, sl.h_offsets.data(),
+            sl.d_offsets.data());
+      t.center_offsets = span<const T>(sl.d_offsets.data(), n);
+    }
+    return t;
+  }
+
+  span<const std::int16_t> stage_bins(slot &sl, span<const std::int16_t> host_bins,
+                                      std::size_t first, std::size_t n) {
+    stage(sl, host_bins.data(), first, n, sl.h_bins.data(), sl.d_bins.data());
+    return span<const std::int16_t>(sl.d_bins.data(), n);
+  }
   struct slot {
     explicit slot(std::size_t n)
         : stream(), d_starts(3 * n, stream), d_ends(3 * n, stream), d_data(n, stream),
@@ -144,26 +351,35 @@ private:
     pinned_buffer<T> h_starts, h_ends, h_data;
     event done;
     bool busy = false;
-    T *pending_out = nullptr; ///< where h_data must be copied once done
+    T *pending_out = nullptr;       ///< where h_data must be copied once done
+    const T *pending_src = nullptr; ///< staged results (nullptr: h_data)
     std::size_t pending_count = 0;
+    // TOF staging, allocated by the first TOF call that needs it (see
+    // `reserve_tof`): N-wide sinogram rows, list-mode bins, per-LOR sigma
+    // and centre offset.
+    device_buffer<T> d_rows, d_sigmas, d_offsets;
+    pinned_buffer<T> h_rows, h_sigmas, h_offsets;
+    device_buffer<std::int16_t> d_bins;
+    pinned_buffer<std::int16_t> h_bins;
   };
 
   void check(const device_image_view<const T> &image, const lor_view<const T> &lors,
-             const void *data, std::size_t size, const char *name, stream_ref s) {
+             const void *data, std::size_t size, const char *name, stream_ref s,
+             std::size_t per_lor = 1) {
     detail::require_explicit_stream(s, "stream");
     if (image.data == nullptr)
       resproj::detail::throw_invalid("image.data", "null pointer");
     if (image.device != device_)
-      resproj::detail::throw_invalid(
-          "image", "on device " + std::to_string(image.device) +
-                       ", the streamer's staging is on device " +
-                       std::to_string(device_));
+      resproj::detail::throw_invalid("image",
+                                     "on device " + std::to_string(image.device) +
+                                         ", the streamer's staging is on device " +
+                                         std::to_string(device_));
     require_device_pointer(image.data, image.device, "image.data");
     resproj::detail::check_lors(lors, "host_lors");
-    if (size < lors.count)
+    if (size < lors.count * per_lor)
       resproj::detail::throw_invalid(name, "too small: holds " + std::to_string(size) +
                                                " elements, needs " +
-                                               std::to_string(lors.count));
+                                               std::to_string(lors.count * per_lor));
     if (lors.count > 0 && data == nullptr)
       resproj::detail::throw_invalid(name, "null pointer");
     if (lors.count == 0)
@@ -188,8 +404,11 @@ private:
       return;
     sl.done.synchronize();
     if (sl.pending_out != nullptr)
-      copier_->copy(sl.pending_out, sl.h_data.data(), sl.pending_count * sizeof(T));
+      copier_->copy(sl.pending_out,
+                    sl.pending_src != nullptr ? sl.pending_src : sl.h_data.data(),
+                    sl.pending_count * sizeof(T));
     sl.pending_out = nullptr;
+    sl.pending_src = nullptr;
     sl.busy = false;
   }
 

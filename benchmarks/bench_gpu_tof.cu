@@ -1,0 +1,497 @@
+// GPU TOF projector benchmarks on the reference problems
+// (spec/benchmark-problems.md), float images, box phantom, DMI TOF
+// parameters (29 bins of 25.37 mm, sigma 24.51 mm, 3 sigma, offset 0):
+//
+//   gpu/dmi-tof-subset/{forward,back}[/rows]  TOF sinogram over dmi-subset
+//                                             (4,302,720 LORs x 29 bins);
+//                                             /rows: launch_options::rows =
+//                                             1296 (lanes along planes)
+//   gpu/dmi-tof-lm/{forward,back}             10,000,000 events: uniformly
+//                                             random LORs of the full dmi
+//                                             sinogram (seeded), TOF bin
+//                                             uniform in 8..20, random order
+//   gpu/dmi-tof-lm-sorted/{forward,back}      the same events after the
+//                                             one-time gpu::listmode_order
+//   gpu/dmi-tof-lm/reorder                    that reorder: key + radix sort
+//                                             + gather of LORs and bins
+//   gpu/dmi-tof-lm/reorder/order-only         key + radix sort only
+//
+// Timing: CUDA events around the work on its stream, UseManualTime, one
+// warm-up call before each timed loop, 5 repetitions, aggregates only: read
+// the `_median` rows. items_per_second is LORs (events) per second;
+// "bins_per_second" is LORs x TOF bins per second (sinogram). Back
+// projections use values all 1 and the image is zeroed outside the timed
+// region.
+//
+// Without a CUDA device the program prints "no CUDA device" and exits with
+// 0. Exit code 2 if any benchmark reported an error.
+
+#include <benchmark/benchmark.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cuda_timer.cuh"
+#include "common/phantom.hpp"
+#include "resproj/gpu/gpu.cuh"
+#include "resproj/gpu/listmode_order.cuh"
+#include "resproj/gpu/tof_projector.cuh"
+#include "resproj/scanner/dmi.hpp"
+
+namespace {
+
+namespace rp = resproj;
+namespace gpu = resproj::gpu;
+namespace rb = resproj_bench;
+namespace rs = resproj::scanner;
+
+/// DMI TOF parameters (spec/benchmark-problems.md, "TOF").
+rp::tof_params<float> dmi_tof() {
+  rp::tof_params<float> t;
+  t.num_bins = 29;
+  t.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
+  t.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 24.51 mm
+  t.num_sigmas = 3;
+  t.center_offset = 0;
+  return t;
+}
+
+constexpr std::size_t lm_events = 10000000;
+constexpr std::uint64_t lm_seed = 20261129;
+
+/// Runs f(first, n) for [0, total) split over the host's hardware threads.
+template <class F> void parallel_ranges(std::size_t total, F &&f) {
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t workers = std::min<std::size_t>(hw, std::max<std::size_t>(total, 1));
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(workers);
+  for (std::size_t w = 0; w < workers; ++w) {
+    const std::size_t first = total * w / workers;
+    const std::size_t last = total * (w + 1) / workers;
+    threads.emplace_back([&, w, first, last] {
+      try {
+        if (last > first)
+          f(first, last - first);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  }
+  for (auto &t : threads)
+    t.join();
+  for (auto &e : errors)
+    if (e)
+      std::rethrow_exception(e);
+}
+
+/// Shared state: image, back image, stream.
+struct base_problem {
+  rp::image_geometry geometry = rb::reference_image_geometry();
+  gpu::stream s;
+  gpu::device_image<float> image, back_image;
+  base_problem() : image(geometry, s), back_image(geometry, s) {
+    const auto host = rb::box_phantom<float>(geometry);
+    image.upload(rp::span<const float>(host.data(), host.size()), s);
+    back_image.zero(s);
+    s.synchronize();
+  }
+};
+
+/// dmi-tof-subset: dmi-subset LORs resident, N-wide output and ones.
+struct subset_problem {
+  std::size_t count = 0;
+  gpu::device_buffer<float> starts, ends, out, ones;
+  explicit subset_problem(base_problem &b) {
+    const auto lors = rb::dmi_subset_lors<float>();
+    count = lors.count();
+    const std::size_t nb = std::size_t(dmi_tof().num_bins);
+    starts = gpu::make_device_buffer(
+        rp::span<const float>(lors.starts.data(), lors.starts.size()), b.s);
+    ends = gpu::make_device_buffer(
+        rp::span<const float>(lors.ends.data(), lors.ends.size()), b.s);
+    out = gpu::device_buffer<float>(count * nb, b.s);
+    ones = gpu::device_buffer<float>(count * nb, b.s);
+    ones.fill(1.0f, b.s);
+    b.s.synchronize();
+  }
+  rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
+};
+
+/// dmi-tof-lm: 1e7 random events of the full dmi sinogram, resident, and
+/// their sorted copies (made once by the first sorted benchmark).
+struct lm_problem {
+  std::size_t count = lm_events;
+  gpu::device_buffer<float> starts, ends, out, ones;
+  gpu::device_buffer<std::int16_t> bins;
+  // Sorted copies.
+  bool sorted = false;
+  gpu::device_buffer<float> sorted_starts, sorted_ends;
+  gpu::device_buffer<std::int16_t> sorted_bins;
+  gpu::device_buffer<std::uint32_t> perm;
+  gpu::device_buffer<unsigned char> workspace;
+  std::size_t workspace_bytes = 0;
+
+  explicit lm_problem(base_problem &b) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto scanner = rs::dmi();
+    const auto layout = rs::dmi_sinogram();
+    const int n = scanner.crystals_per_ring();
+    std::vector<double> cx(static_cast<std::size_t>(n)), cy(static_cast<std::size_t>(n));
+    for (int c = 0; c < n; ++c) {
+      const auto p = scanner.crystal_position(0, c);
+      cx[std::size_t(c)] = p[0];
+      cy[std::size_t(c)] = p[1];
+    }
+    const auto &ring_z = scanner.ring_z();
+    const std::uint64_t per_plane =
+        std::uint64_t(layout.num_views) * std::uint64_t(layout.num_radial);
+    const std::uint64_t total = per_plane * std::uint64_t(layout.num_planes());
+    std::vector<float> hs(3 * count), he(3 * count);
+    std::vector<std::int16_t> hb(count);
+    constexpr std::size_t block = 65536; // one seeded generator per block
+    const std::size_t blocks = (count + block - 1) / block;
+    parallel_ranges(blocks, [&](std::size_t b0, std::size_t nblk) {
+      for (std::size_t k = b0; k < b0 + nblk; ++k) {
+        std::mt19937_64 rng(lm_seed + 7919 * k);
+        std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
+        std::uniform_int_distribution<int> bin(8, 20);
+        const std::size_t last = std::min(count, (k + 1) * block);
+        for (std::size_t i = k * block; i < last; ++i) {
+          const std::uint64_t idx = pick(rng);
+          const int plane = int(idx / per_plane);
+          const std::uint64_t rest = idx % per_plane;
+          const int view = int(rest / std::uint64_t(layout.num_radial));
+          const int radial = int(rest % std::uint64_t(layout.num_radial));
+          int c0, c1;
+          rs::detail::span1_crystal_pair(n, layout.radial_trim, view, radial, c0, c1);
+          const auto &rings = layout.planes[std::size_t(plane)];
+          hs[3 * i] = float(cx[std::size_t(c0)]);
+          hs[3 * i + 1] = float(cy[std::size_t(c0)]);
+          hs[3 * i + 2] = float(ring_z[std::size_t(rings.first)]);
+          he[3 * i] = float(cx[std::size_t(c1)]);
+          he[3 * i + 1] = float(cy[std::size_t(c1)]);
+          he[3 * i + 2] = float(ring_z[std::size_t(rings.second)]);
+          hb[i] = std::int16_t(bin(rng));
+        }
+      }
+    });
+    starts = gpu::make_device_buffer(rp::span<const float>(hs.data(), hs.size()), b.s);
+    ends = gpu::make_device_buffer(rp::span<const float>(he.data(), he.size()), b.s);
+    bins =
+        gpu::make_device_buffer(rp::span<const std::int16_t>(hb.data(), hb.size()), b.s);
+    out = gpu::device_buffer<float>(count, b.s);
+    ones = gpu::device_buffer<float>(count, b.s);
+    ones.fill(1.0f, b.s);
+    sorted_starts = gpu::device_buffer<float>(3 * count, b.s);
+    sorted_ends = gpu::device_buffer<float>(3 * count, b.s);
+    sorted_bins = gpu::device_buffer<std::int16_t>(count, b.s);
+    perm = gpu::device_buffer<std::uint32_t>(count, b.s);
+    workspace_bytes = gpu::listmode_order_workspace_bytes(count);
+    workspace = gpu::device_buffer<unsigned char>(workspace_bytes, b.s);
+    b.s.synchronize();
+    std::fprintf(
+        stderr, "dmi-tof-lm: %zu events generated and uploaded in %.2f s\n", count,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+
+  rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
+  rp::lor_view<const float> sorted_lors() const {
+    return {sorted_starts.data(), sorted_ends.data(), count};
+  }
+
+  void order_only(const rp::image_geometry &g, gpu::stream_ref s) {
+    gpu::listmode_order<float>(g, lors(), perm.span(), workspace.data(), workspace_bytes,
+                               s);
+  }
+  /// The whole one-time reorder: order, then gather LORs and bins.
+  void reorder(const rp::image_geometry &g, gpu::stream_ref s) {
+    order_only(g, s);
+    gpu::gather_lors<float>(lors(), perm.cspan(), sorted_starts.span(),
+                            sorted_ends.span(), s);
+    gpu::gather<std::int16_t>(bins.cspan(), perm.cspan(), sorted_bins.span(), s);
+  }
+  void ensure_sorted(const rp::image_geometry &g, gpu::stream_ref s) {
+    if (sorted)
+      return;
+    reorder(g, s);
+    s.synchronize();
+    sorted = true;
+  }
+};
+
+std::unique_ptr<base_problem> g_base;
+std::unique_ptr<subset_problem> g_subset;
+std::unique_ptr<lm_problem> g_lm;
+
+base_problem &base() {
+  if (!g_base)
+    g_base = std::make_unique<base_problem>();
+  return *g_base;
+}
+subset_problem &subset() {
+  if (!g_subset)
+    g_subset = std::make_unique<subset_problem>(base());
+  return *g_subset;
+}
+lm_problem &lm() {
+  if (!g_lm)
+    g_lm = std::make_unique<lm_problem>(base());
+  return *g_lm;
+}
+
+void release_problems() noexcept {
+  try {
+    if (g_base)
+      g_base->s.synchronize();
+  } catch (...) {
+  }
+  g_lm.reset();
+  g_subset.reset();
+  g_base.reset();
+}
+
+template <class F> void guarded(benchmark::State &state, F &&f) {
+  try {
+    f();
+  } catch (const std::exception &e) {
+    state.SkipWithError(e.what());
+  } catch (...) {
+    state.SkipWithError("unknown exception");
+  }
+}
+
+void set_counters(benchmark::State &state, std::size_t items, int bins_per_item = 0) {
+  state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(items));
+  if (bins_per_item > 0)
+    state.counters["bins_per_second"] = benchmark::Counter(
+        double(state.iterations()) * double(items) * double(bins_per_item),
+        benchmark::Counter::kIsRate);
+}
+
+// ---------------------------------------------------------- benchmarks --
+
+void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
+  guarded(state, [&] {
+    base_problem &b = base();
+    subset_problem &p = subset();
+    const auto tof = dmi_tof();
+    rb::time_on_stream(state, b.s, [&] {
+      gpu::forward_tof_sino<float>(b.image.cview(), p.lors(), tof, p.out.span(), opt,
+                                   b.s);
+    });
+    set_counters(state, p.count, tof.num_bins);
+    state.counters["threads_per_lor"] =
+        gpu::detail::threads_per_lor(opt, p.count, b.image.device());
+  });
+}
+
+void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
+  guarded(state, [&] {
+    base_problem &b = base();
+    subset_problem &p = subset();
+    const auto tof = dmi_tof();
+    rb::time_on_stream(
+        state, b.s, [&] { b.back_image.zero(b.s); },
+        [&] {
+          gpu::back_tof_sino<float>(b.back_image.view(), p.lors(), tof, p.ones.cspan(),
+                                    opt, b.s);
+        });
+    set_counters(state, p.count, tof.num_bins);
+    state.counters["threads_per_lor"] =
+        gpu::detail::threads_per_lor(opt, p.count, b.image.device());
+  });
+}
+
+void bm_lm_forward(benchmark::State &state, bool sorted, gpu::launch_options opt) {
+  guarded(state, [&] {
+    base_problem &b = base();
+    lm_problem &p = lm();
+    if (sorted)
+      p.ensure_sorted(b.geometry, b.s);
+    const auto tof = dmi_tof();
+    const auto lors = sorted ? p.sorted_lors() : p.lors();
+    const auto bins = sorted ? p.sorted_bins.cspan() : p.bins.cspan();
+    rb::time_on_stream(state, b.s, [&] {
+      gpu::forward_tof_lm<float>(b.image.cview(), lors, bins, tof, p.out.span(), opt,
+                                 b.s);
+    });
+    set_counters(state, p.count);
+    state.counters["threads_per_lor"] =
+        gpu::detail::threads_per_event(opt, p.count, b.image.device());
+  });
+}
+
+void bm_lm_back(benchmark::State &state, bool sorted, gpu::launch_options opt) {
+  guarded(state, [&] {
+    base_problem &b = base();
+    lm_problem &p = lm();
+    if (sorted)
+      p.ensure_sorted(b.geometry, b.s);
+    const auto tof = dmi_tof();
+    const auto lors = sorted ? p.sorted_lors() : p.lors();
+    const auto bins = sorted ? p.sorted_bins.cspan() : p.bins.cspan();
+    rb::time_on_stream(
+        state, b.s, [&] { b.back_image.zero(b.s); },
+        [&] {
+          gpu::back_tof_lm<float>(b.back_image.view(), lors, bins, tof, p.ones.cspan(),
+                                  opt, b.s);
+        });
+    set_counters(state, p.count);
+    state.counters["threads_per_lor"] =
+        gpu::detail::threads_per_event(opt, p.count, b.image.device());
+  });
+}
+
+void bm_reorder(benchmark::State &state, bool order_only) {
+  guarded(state, [&] {
+    base_problem &b = base();
+    lm_problem &p = lm();
+    rb::time_on_stream(state, b.s, [&] {
+      if (order_only)
+        p.order_only(b.geometry, b.s);
+      else
+        p.reorder(b.geometry, b.s);
+    });
+    set_counters(state, p.count);
+    p.sorted = !order_only;
+  });
+}
+
+template <class B> B *configure(B *b) {
+  b->UseManualTime()->Unit(benchmark::kMicrosecond)->ReportAggregatesOnly(true);
+  return b;
+}
+
+void register_all() {
+  using benchmark::RegisterBenchmark;
+  const gpu::launch_options automatic{};
+  gpu::launch_options rows;
+  rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
+  configure(
+      RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward, automatic));
+  configure(
+      RegisterBenchmark("gpu/dmi-tof-subset/forward/rows", bm_subset_forward, rows));
+  configure(RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic));
+  configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows));
+  for (int g : {1, 4}) {
+    gpu::launch_options opt;
+    opt.threads_per_lor = g;
+    const std::string tpl = "/tpl:" + std::to_string(g);
+    configure(RegisterBenchmark(("gpu/dmi-tof-subset/forward" + tpl).c_str(),
+                                bm_subset_forward, opt));
+    configure(RegisterBenchmark(("gpu/dmi-tof-subset/back" + tpl).c_str(), bm_subset_back,
+                                opt));
+  }
+  configure(RegisterBenchmark("gpu/dmi-tof-lm/forward", bm_lm_forward, false, automatic));
+  configure(RegisterBenchmark("gpu/dmi-tof-lm/back", bm_lm_back, false, automatic));
+  configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false));
+  configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true));
+  configure(
+      RegisterBenchmark("gpu/dmi-tof-lm-sorted/forward", bm_lm_forward, true, automatic));
+  configure(RegisterBenchmark("gpu/dmi-tof-lm-sorted/back", bm_lm_back, true, automatic));
+  for (int g : {1, 2, 8}) {
+    gpu::launch_options opt;
+    opt.threads_per_lor = g;
+    const std::string tpl = "/tpl:" + std::to_string(g);
+    configure(RegisterBenchmark(("gpu/dmi-tof-lm/forward" + tpl).c_str(), bm_lm_forward,
+                                false, opt));
+    configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/forward" + tpl).c_str(),
+                                bm_lm_forward, true, opt));
+    configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/back" + tpl).c_str(), bm_lm_back,
+                                true, opt));
+  }
+}
+
+/// Whether a run failed (error_occurred before Google Benchmark 1.8,
+/// skipped from 1.8 on).
+template <class R> auto run_failed(const R &r, int) -> decltype(bool(r.error_occurred)) {
+  return r.error_occurred;
+}
+template <class R>
+auto run_failed(const R &r, long) -> decltype(static_cast<int>(r.skipped) != 0) {
+  return static_cast<int>(r.skipped) != 0;
+}
+
+/// Console reporter that counts failed runs.
+class counting_reporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const Run &r : runs)
+      if (run_failed(r, 0))
+        ++failed_;
+    ConsoleReporter::ReportRuns(runs);
+  }
+  int failed() const { return failed_; }
+
+private:
+  int failed_ = 0;
+};
+
+bool lists_only(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--benchmark_list_tests" || a == "--benchmark_list_tests=true" ||
+        a == "--benchmark_list_tests=1")
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const bool list_only = lists_only(argc, argv);
+  std::vector<char *> args;
+  args.push_back(argv[0]);
+  char repetitions[] = "--benchmark_repetitions=5";
+  char min_time[] = "--benchmark_min_time=0.1";
+  args.push_back(repetitions);
+  args.push_back(min_time);
+  for (int i = 1; i < argc; ++i)
+    args.push_back(argv[i]);
+  args.push_back(nullptr);
+  int nargs = int(args.size()) - 1;
+  benchmark::Initialize(&nargs, args.data());
+  if (benchmark::ReportUnrecognizedArguments(nargs, args.data()))
+    return 1;
+
+  const int devices = gpu::device_count();
+  if (devices == 0 && !list_only) {
+    std::printf("no CUDA device: GPU benchmarks skipped\n");
+    return 0;
+  }
+  int exit_code = 0;
+  try {
+    if (devices > 0) {
+      cudaDeviceProp prop{};
+      RESPROJ_CUDA_TRY(cudaGetDeviceProperties(&prop, gpu::current_device()));
+      benchmark::AddCustomContext("gpu", prop.name);
+    }
+    register_all();
+    counting_reporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    if (reporter.failed() > 0) {
+      std::printf("\n%d benchmark run(s) reported an error\n", reporter.failed());
+      exit_code = 2;
+    }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "bench_gpu_tof: %s\n", e.what());
+    exit_code = 1;
+  }
+  std::fflush(stdout);
+  release_problems();
+  benchmark::Shutdown();
+  return exit_code;
+}

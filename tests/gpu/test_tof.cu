@@ -1,0 +1,648 @@
+// GPU TOF projector: agreement with the CPU backend (sinogram and
+// list-mode, forward and back, per-LOR sigma/offset arrays, thread
+// mappings, rows, 64-bit indices), adjointness, list-mode == sinogram,
+// the list-mode reorder, the streamer's TOF calls, argument checking and
+// graph capture.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_test_util.hpp"
+#include "resproj/cpu/tof_projector.hpp"
+#include "resproj/gpu/gpu.cuh"
+#include "resproj/gpu/listmode_order.cuh"
+#include "resproj/gpu/tof_projector.cuh"
+#include "resproj/resproj.hpp"
+
+namespace rp = resproj;
+namespace gpu = resproj::gpu;
+
+namespace {
+
+/// Random LORs with end points on a sphere enclosing the image box, every
+/// fifth with both end points inside the box.
+template <class T>
+void random_lors(std::size_t n, const rp::image_geometry &g, std::uint32_t seed,
+                 std::vector<T> &starts, std::vector<T> &ends) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  double radius = 0;
+  for (int k = 0; k < 3; ++k)
+    radius += std::pow(g.box_max(k) - g.box_min(k), 2);
+  radius = 0.6 * std::sqrt(radius);
+  starts.resize(3 * n);
+  ends.resize(3 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool inside = i % 5 == 0;
+    for (T *p : {&starts[3 * i], &ends[3 * i]}) {
+      if (inside) {
+        for (int k = 0; k < 3; ++k)
+          p[k] = T(g.box_min(k) + uni(rng) * (g.box_max(k) - g.box_min(k)));
+      } else {
+        double d[3] = {normal(rng), normal(rng), normal(rng)};
+        const double norm = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int k = 0; k < 3; ++k)
+          p[k] = T(radius * d[k] / norm);
+      }
+    }
+  }
+}
+
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = 0.0,
+                             double hi = 1.0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uni(lo, hi);
+  std::vector<T> v(n);
+  for (auto &x : v)
+    x = T(uni(rng));
+  return v;
+}
+
+std::vector<std::int16_t> random_bins(std::size_t n, int lo, int hi, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> uni(lo, hi);
+  std::vector<std::int16_t> v(n);
+  for (auto &x : v)
+    x = std::int16_t(uni(rng));
+  return v;
+}
+
+template <class T> double dot(const std::vector<T> &a, const std::vector<T> &b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+/// ||a - b|| / ||b||, skipping at most `max_flips` entries whose relative
+/// difference exceeds 1e-3 (decision flips); +inf if there are more.
+template <class T>
+double relative_error(const std::vector<T> &a, const std::vector<T> &b,
+                      std::size_t max_flips) {
+  double num = 0, den = 0;
+  std::size_t flips = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    if (std::abs(d) > 1e-3 * std::abs(double(b[i])) + 1e-30 && std::abs(d) > 1e-6) {
+      ++flips;
+      continue;
+    }
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  if (flips > max_flips)
+    return INFINITY;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+template <class T> struct tolerance;
+template <> struct tolerance<float> { static constexpr double value = 2e-5; };
+template <> struct tolerance<double> { static constexpr double value = 1e-11; };
+
+template <class T>
+gpu::device_buffer<T> upload(const std::vector<T> &v, gpu::stream_ref s) {
+  return gpu::make_device_buffer(rp::span<const T>(v.data(), v.size()), s);
+}
+
+template <class T>
+std::vector<T> download(const gpu::device_buffer<T> &b, gpu::stream_ref s) {
+  std::vector<T> v(b.size());
+  b.copy_to_host(rp::span<T>(v.data(), v.size()), s);
+  s.synchronize();
+  return v;
+}
+
+template <class T>
+std::vector<T> download(const gpu::device_image<T> &img, gpu::stream_ref s) {
+  std::vector<T> v(std::size_t(img.view().geometry.num_voxels()));
+  img.download(rp::span<T>(v.data(), v.size()), s);
+  s.synchronize();
+  return v;
+}
+
+struct tof_case {
+  std::array<std::int64_t, 3> shape;
+  std::array<double, 3> voxel;
+  double bin_width;
+  int num_bins;
+  double sigma;
+  double offset;
+  double num_sigmas;
+  bool per_lor; ///< per-LOR sigma and offset arrays
+};
+
+const tof_case cases[] = {
+    {{16, 24, 12}, {2.0, 1.0, 4.0}, 6.0, 9, 5.0, 0.0, 3.0, false},
+    {{33, 17, 9}, {1.5, 2.5, 3.0}, 4.0, 15, 3.5, 1.5, 2.5, true},
+    {{1, 40, 40}, {4.0, 1.0, 1.0}, 10.0, 5, 8.0, -2.0, 2.0, false},
+    // Fine bins: windows of about 180 bins (no fixed window limit).
+    {{20, 20, 20}, {2.0, 2.0, 2.0}, 0.5, 240, 15.0, 0.0, 3.0, true},
+};
+
+/// All host data of one case.
+template <class T> struct host_case {
+  rp::image_geometry g;
+  rp::tof_params<T> tof; ///< with host per-LOR arrays if any
+  std::vector<T> starts, ends, image, sino_values, lm_values, sigmas, offsets;
+  std::vector<std::int16_t> bins;
+  std::size_t n = 0, nb = 0;
+
+  host_case(const tof_case &c, std::size_t count, std::uint32_t seed)
+      : g(rp::image_geometry::centred(c.shape, c.voxel)) {
+    random_lors<T>(count, g, seed, starts, ends);
+    n = count;
+    nb = std::size_t(c.num_bins);
+    image = random_values<T>(std::size_t(g.num_voxels()), seed + 1);
+    sino_values = random_values<T>(n * nb, seed + 2);
+    lm_values = random_values<T>(n, seed + 3);
+    bins = random_bins(n, -1, c.num_bins, seed + 4); // includes out-of-range bins
+    tof.bin_width = T(c.bin_width);
+    tof.num_bins = c.num_bins;
+    tof.sigma = T(c.sigma);
+    tof.center_offset = T(c.offset);
+    tof.num_sigmas = T(c.num_sigmas);
+    if (c.per_lor) {
+      sigmas = random_values<T>(n, seed + 5, 0.5 * c.sigma, 1.5 * c.sigma);
+      offsets = random_values<T>(n, seed + 6, -c.bin_width, c.bin_width);
+      tof.sigmas = rp::span<const T>(sigmas.data(), n);
+      tof.center_offsets = rp::span<const T>(offsets.data(), n);
+    }
+  }
+  rp::lor_view<const T> lors() const { return {starts.data(), ends.data(), n}; }
+  rp::span<const std::int16_t> bin_span() const { return {bins.data(), n}; }
+};
+
+/// Device copies of a host case.
+template <class T> struct device_case {
+  gpu::device_image<T> image;
+  gpu::device_buffer<T> starts, ends, sino_values, lm_values, sigmas, offsets;
+  gpu::device_buffer<std::int16_t> bins;
+  rp::tof_params<T> tof;
+  std::size_t n;
+
+  device_case(const host_case<T> &h, gpu::stream_ref s)
+      : image(h.g, s), starts(upload(h.starts, s)), ends(upload(h.ends, s)),
+        sino_values(upload(h.sino_values, s)), lm_values(upload(h.lm_values, s)),
+        bins(upload(h.bins, s)), tof(h.tof), n(h.n) {
+    image.upload(rp::span<const T>(h.image.data(), h.image.size()), s);
+    if (!h.sigmas.empty()) {
+      sigmas = upload(h.sigmas, s);
+      offsets = upload(h.offsets, s);
+      tof.sigmas = sigmas.cspan();
+      tof.center_offsets = offsets.cspan();
+    }
+  }
+  rp::lor_view<const T> lors() const { return {starts.data(), ends.data(), n}; }
+};
+
+template <class T> class gpu_tof : public gpu_test {};
+using value_types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(gpu_tof, value_types);
+
+TYPED_TEST(gpu_tof, matches_cpu) {
+  using T = TypeParam;
+  std::uint32_t seed = 21;
+  for (const tof_case &c : cases) {
+    const std::size_t count = c.num_bins > 100 ? 1200 : 6000; // divisible by 40
+    const host_case<T> h(c, count, seed++);
+    const std::size_t n = h.n, nb = h.nb;
+    const rp::image_view<const T> himg(h.image.data(), h.g);
+    std::vector<T> cpu_sino(n * nb), cpu_lm(n), cpu_bsino(h.image.size(), T(0)),
+        cpu_blm(h.image.size(), T(0));
+    rp::cpu::forward_tof_sino<T>(himg, h.lors(), h.tof,
+                                 rp::span<T>(cpu_sino.data(), n * nb));
+    rp::cpu::back_tof_sino<T>(rp::image_view<T>(cpu_bsino.data(), h.g), h.lors(), h.tof,
+                              rp::span<const T>(h.sino_values.data(), n * nb));
+    rp::cpu::forward_tof_lm<T>(himg, h.lors(), h.bin_span(), h.tof,
+                               rp::span<T>(cpu_lm.data(), n));
+    rp::cpu::back_tof_lm<T>(rp::image_view<T>(cpu_blm.data(), h.g), h.lors(),
+                            h.bin_span(), h.tof,
+                            rp::span<const T>(h.lm_values.data(), n));
+
+    gpu::stream s;
+    device_case<T> d(h, s);
+    gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
+    gpu::device_image<T> d_bp(h.g, s);
+    struct variant {
+      int tpl;
+      bool wide;
+      std::size_t rows;
+    };
+    const variant variants[] = {{0, false, 0},  {1, false, 0}, {4, false, 0},
+                                {32, false, 0}, {2, true, 0},  {1, false, 40},
+                                {8, false, 40}};
+    for (const variant &v : variants) {
+      gpu::launch_options opt;
+      opt.threads_per_lor = v.tpl;
+      opt.wide_index = v.wide;
+      opt.rows = v.rows;
+      const std::string what = "case bins " + std::to_string(c.num_bins) + ", tpl " +
+                               std::to_string(v.tpl) + (v.wide ? " wide" : "") +
+                               ", rows " + std::to_string(v.rows);
+      d_sino.fill(T(-1), s);
+      gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, s);
+      EXPECT_LT(relative_error(download(d_sino, s), cpu_sino, n * nb / 10000),
+                tolerance<T>::value)
+          << "forward_tof_sino, " << what;
+
+      d_lm.fill(T(-1), s);
+      gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
+                             s);
+      EXPECT_LT(relative_error(download(d_lm, s), cpu_lm, n / 10000), tolerance<T>::value)
+          << "forward_tof_lm, " << what;
+
+      d_bp.zero(s);
+      gpu::back_tof_sino<T>(d_bp, d.lors(), d.tof, d.sino_values.cspan(), opt, s);
+      EXPECT_LT(relative_error(download(d_bp, s), cpu_bsino, h.image.size()),
+                10 * tolerance<T>::value)
+          << "back_tof_sino, " << what;
+
+      d_bp.zero(s);
+      gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(), opt,
+                          s);
+      EXPECT_LT(relative_error(download(d_bp, s), cpu_blm, h.image.size()),
+                10 * tolerance<T>::value)
+          << "back_tof_lm, " << what;
+    }
+  }
+}
+
+TYPED_TEST(gpu_tof, adjoint) {
+  using T = TypeParam;
+  std::uint32_t seed = 51;
+  for (const tof_case &c : cases) {
+    const host_case<T> h(c, c.num_bins > 100 ? 2000 : 20000, seed++);
+    gpu::stream s;
+    device_case<T> d(h, s);
+    const std::size_t n = h.n, nb = h.nb;
+    gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
+    gpu::device_image<T> d_bp(h.g, s);
+    d_bp.zero(s);
+    gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), s);
+    gpu::back_tof_sino<T>(d_bp, d.lors(), d.tof, d.sino_values.cspan(), s);
+    const double lhs = dot(download(d_sino, s), h.sino_values);
+    const double rhs = dot(h.image, download(d_bp, s));
+    EXPECT_LT(std::abs(lhs - rhs) / std::abs(lhs), 2 * tolerance<T>::value)
+        << "sinogram pair, bins " << c.num_bins << ": " << lhs << " vs " << rhs;
+
+    d_bp.zero(s);
+    gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), s);
+    gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(), s);
+    const double lhs2 = dot(download(d_lm, s), h.lm_values);
+    const double rhs2 = dot(h.image, download(d_bp, s));
+    EXPECT_LT(std::abs(lhs2 - rhs2) / std::abs(lhs2), 2 * tolerance<T>::value)
+        << "list-mode pair, bins " << c.num_bins << ": " << lhs2 << " vs " << rhs2;
+  }
+}
+
+TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
+  using T = TypeParam;
+  std::uint32_t seed = 81;
+  for (const tof_case &c : cases) {
+    host_case<T> h(c, 4000, seed++);
+    h.bins = random_bins(h.n, 0, c.num_bins - 1, seed + 100);
+    gpu::stream s;
+    device_case<T> d(h, s);
+    const std::size_t n = h.n, nb = h.nb;
+    gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
+    for (int tpl : {1, 4}) {
+      gpu::launch_options opt;
+      opt.threads_per_lor = tpl;
+      gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, s);
+      gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
+                             s);
+      const auto sino = download(d_sino, s);
+      const auto lm = download(d_lm, s);
+      std::vector<T> at_bin(n);
+      for (std::size_t i = 0; i < n; ++i)
+        at_bin[i] = sino[i * nb + std::size_t(h.bins[i])];
+      EXPECT_LT(relative_error(lm, at_bin, 0), tolerance<T>::value)
+          << "bins " << c.num_bins << ", tpl " << tpl;
+    }
+  }
+}
+
+TEST_F(gpu_test, tof_sorted_listmode_maps_back_to_the_unsorted_result) {
+  using T = float;
+  host_case<T> h(cases[1], 30001, 7);
+  gpu::stream s;
+  device_case<T> d(h, s);
+  const std::size_t n = h.n;
+  gpu::launch_options opt;
+  opt.threads_per_lor = 4;
+
+  // Unsorted reference.
+  gpu::device_buffer<T> d_ref(n, s);
+  gpu::device_image<T> d_bp_ref(h.g, s), d_bp(h.g, s);
+  d_bp_ref.zero(s);
+  gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_ref.span(), opt, s);
+  gpu::back_tof_lm<T>(d_bp_ref, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(), opt,
+                      s);
+
+  // Order, gather every per-event array.
+  const std::size_t bytes = gpu::listmode_order_workspace_bytes(n);
+  gpu::device_buffer<unsigned char> work(bytes, s);
+  gpu::device_buffer<std::uint32_t> perm(n, s);
+  gpu::listmode_order<T>(h.g, d.lors(), perm.span(), work.data(), bytes, s);
+  gpu::device_buffer<T> ss(3 * n, s), se(3 * n, s), ssig(n, s), soff(n, s), sval(n, s),
+      sout(n, s), out(n, s);
+  gpu::device_buffer<std::int16_t> sbins(n, s);
+  gpu::gather_lors<T>(d.lors(), perm.cspan(), ss.span(), se.span(), s);
+  gpu::gather<std::int16_t>(d.bins.cspan(), perm.cspan(), sbins.span(), s);
+  gpu::gather<T>(d.sigmas.cspan(), perm.cspan(), ssig.span(), s);
+  gpu::gather<T>(d.offsets.cspan(), perm.cspan(), soff.span(), s);
+  gpu::gather<T>(d.lm_values.cspan(), perm.cspan(), sval.span(), s);
+  rp::tof_params<T> stof = d.tof;
+  stof.sigmas = ssig.cspan();
+  stof.center_offsets = soff.cspan();
+  const rp::lor_view<const T> slors(ss.data(), se.data(), n);
+
+  // The permutation is a permutation, and sorted keys put neighbours close.
+  auto p = download(perm, s);
+  std::vector<std::uint32_t> sorted_p = p;
+  std::sort(sorted_p.begin(), sorted_p.end());
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(sorted_p[i], std::uint32_t(i));
+
+  gpu::forward_tof_lm<T>(d.image, slors, sbins.cspan(), stof, sout.span(), opt, s);
+  out.fill(T(-1), s);
+  gpu::scatter_back<T>(sout.cspan(), perm.cspan(), out.span(), s);
+  EXPECT_EQ(download(out, s), download(d_ref, s)); // same arithmetic per event
+
+  d_bp.zero(s);
+  gpu::back_tof_lm<T>(d_bp, slors, sbins.cspan(), stof, sval.cspan(), opt, s);
+  EXPECT_LT(relative_error(download(d_bp, s), download(d_bp_ref, s), 0), 1e-5);
+
+  // Too small a workspace is rejected, naming it.
+  try {
+    gpu::listmode_order<T>(h.g, d.lors(), perm.span(), work.data(), bytes / 2, s);
+    ADD_FAILURE() << "no exception";
+  } catch (const rp::invalid_argument &e) {
+    EXPECT_EQ(e.argument(), "workspace_bytes");
+  }
+  // Graph-capturable: the order captured once and replayed gives the same.
+  perm.fill(0u, s);
+  s.synchronize();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeGlobal), cudaSuccess);
+  gpu::listmode_order<T>(h.g, d.lors(), perm.span(), work.data(), bytes, s);
+  ASSERT_EQ(cudaStreamEndCapture(s.get(), &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s.get()), cudaSuccess);
+  EXPECT_EQ(download(perm, s), p);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+class gpu_tof_streamer : public gpu_test,
+                         public ::testing::WithParamInterface<std::size_t> {};
+
+TEST_P(gpu_tof_streamer, equals_resident_call) {
+  using T = float;
+  const std::size_t chunk = GetParam();
+  const host_case<T> h(cases[1], 7001, 13); // per-LOR sigma and offset
+  gpu::stream s;
+  device_case<T> d(h, s);
+  const std::size_t n = h.n, nb = h.nb;
+  gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
+  gpu::device_image<T> d_bp(h.g, s);
+  gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), s);
+  gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), s);
+  const auto sino_ref = download(d_sino, s), lm_ref = download(d_lm, s);
+  d_bp.zero(s);
+  gpu::back_tof_sino<T>(d_bp, d.lors(), d.tof, d.sino_values.cspan(), s);
+  const auto bsino_ref = download(d_bp, s);
+  d_bp.zero(s);
+  gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(), s);
+  const auto blm_ref = download(d_bp, s);
+
+  gpu::lor_streamer<T> streamer(chunk);
+  std::vector<T> sino(n * nb, T(-1)), lm(n, T(-1));
+  streamer.forward_tof_sino(d.image.cview(), h.lors(), h.tof,
+                            rp::span<T>(sino.data(), n * nb), s);
+  EXPECT_LT(relative_error(sino, sino_ref, 0), 1e-6);
+  streamer.forward_tof_lm(d.image.cview(), h.lors(), h.bin_span(), h.tof,
+                          rp::span<T>(lm.data(), n), s);
+  EXPECT_LT(relative_error(lm, lm_ref, 0), 1e-6);
+  d_bp.zero(s);
+  streamer.back_tof_sino(d_bp.view(), h.lors(), h.tof,
+                         rp::span<const T>(h.sino_values.data(), n * nb), s);
+  EXPECT_LT(relative_error(download(d_bp, s), bsino_ref, 0), 1e-5);
+  d_bp.zero(s);
+  streamer.back_tof_lm(d_bp.view(), h.lors(), h.bin_span(), h.tof,
+                       rp::span<const T>(h.lm_values.data(), n), s);
+  EXPECT_LT(relative_error(download(d_bp, s), blm_ref, 0), 1e-5);
+
+  // Pinned output used in place; the non-TOF calls still work after TOF ones.
+  gpu::pinned_buffer<T> pout(n * nb);
+  streamer.forward_tof_sino(d.image.cview(), h.lors(), h.tof, pout.span(), s);
+  EXPECT_LT(
+      relative_error(std::vector<T>(pout.data(), pout.data() + n * nb), sino_ref, 0),
+      1e-6);
+  std::vector<T> plain(n), plain_ref(n);
+  gpu::device_buffer<T> d_plain(n, s);
+  gpu::forward<T>(d.image, d.lors(), d_plain.span(), s);
+  plain_ref = download(d_plain, s);
+  streamer.forward(d.image.cview(), h.lors(), rp::span<T>(plain.data(), n), s);
+  EXPECT_LT(relative_error(plain, plain_ref, 0), 1e-6);
+
+  // Device arrays where host ones are required are rejected.
+  try {
+    streamer.forward_tof_lm(d.image.cview(), h.lors(), d.bins.cspan(), h.tof,
+                            rp::span<T>(lm.data(), n), s);
+    ADD_FAILURE() << "no exception";
+  } catch (const rp::invalid_argument &e) {
+    EXPECT_EQ(e.argument(), "host_bins");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(chunk_sizes, gpu_tof_streamer,
+                         ::testing::Values(std::size_t(1000), std::size_t(7001),
+                                           std::size_t(100000)));
+
+TEST_F(gpu_test, tof_rejects_bad_arguments_before_writing) {
+  using T = float;
+  host_case<T> h(cases[1], 1000, 3);
+  gpu::stream s;
+  device_case<T> d(h, s);
+  const std::size_t n = h.n, nb = h.nb;
+  gpu::device_buffer<T> d_out(n * nb, s);
+  gpu::device_image<T> d_bp(h.g, s);
+  d_out.fill(T(-7), s);
+  d_bp.zero(s);
+
+  auto expect_invalid = [](auto &&call, const std::string &argument) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception for " << argument;
+    } catch (const rp::invalid_argument &e) {
+      EXPECT_EQ(e.argument(), argument) << e.what();
+    }
+  };
+  auto with = [&](auto change) {
+    rp::tof_params<T> t = d.tof;
+    change(t);
+    return t;
+  };
+  const auto lors = d.lors();
+  const auto out = d_out.span();
+  const auto lm_out = d_out.span().subspan(0, n);
+  const auto bins = d.bins.cspan();
+
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_sino<T>(d.image, lors, with([](auto &t) { t.bin_width = 0; }),
+                                 out, s);
+      },
+      "tof.bin_width");
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_sino<T>(d.image, lors, with([](auto &t) { t.num_bins = 0; }),
+                                 out, s);
+      },
+      "tof.num_bins");
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_lm<T>(d.image, lors, bins,
+                               with([](auto &t) { t.num_sigmas = -1; }), lm_out, s);
+      },
+      "tof.num_sigmas");
+  expect_invalid(
+      [&] {
+        gpu::back_tof_lm<T>(d_bp, lors, bins, with([](auto &t) {
+                              t.sigmas = {};
+                              t.sigma = NAN;
+                            }),
+                            d.lm_values.cspan(), s);
+      },
+      "tof.sigma");
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_sino<T>(d.image, lors, with([&](auto &t) {
+                                   t.sigmas = d.sigmas.cspan().subspan(0, n - 1);
+                                 }),
+                                 out, s);
+      },
+      "tof.sigmas");
+  // Host per-LOR arrays given to the device call.
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_sino<T>(d.image, lors, with([&](auto &t) {
+                                   t.center_offsets =
+                                       rp::span<const T>(h.offsets.data(), n);
+                                 }),
+                                 out, s);
+      },
+      "tof.center_offsets");
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_sino<T>(d.image, lors, d.tof, out.subspan(0, n * nb - 1), s);
+      },
+      "out");
+  expect_invalid(
+      [&] {
+        gpu::back_tof_sino<T>(d_bp, lors, d.tof,
+                              d.sino_values.cspan().subspan(0, n * nb - 1), s);
+      },
+      "values");
+  expect_invalid(
+      [&] { gpu::forward_tof_lm<T>(d.image, lors, h.bin_span(), d.tof, lm_out, s); },
+      "bins");
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_lm<T>(d.image, lors, bins.subspan(0, n - 1), d.tof, lm_out, s);
+      },
+      "bins");
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_lm<T>(d.image,
+                               rp::lor_view<const T>(h.starts.data(), h.ends.data(), n),
+                               bins, d.tof, lm_out, s);
+      },
+      "lors.starts");
+  expect_invalid(
+      [&] {
+        gpu::forward_tof_sino<T>(d.image, lors, d.tof, out,
+                                 gpu::stream_ref(cudaStreamLegacy));
+      },
+      "stream");
+  gpu::launch_options bad;
+  bad.threads_per_lor = 3;
+  expect_invalid([&] { gpu::forward_tof_sino<T>(d.image, lors, d.tof, out, bad, s); },
+                 "options.threads_per_lor");
+  bad = {};
+  bad.rows = 7; // does not divide 1000
+  expect_invalid(
+      [&] { gpu::forward_tof_lm<T>(d.image, lors, bins, d.tof, lm_out, bad, s); },
+      "options.rows");
+
+  const auto check = download(d_out, s);
+  for (T v : check)
+    ASSERT_EQ(v, T(-7)) << "a rejected call wrote its output";
+  const auto img = download(d_bp, s);
+  for (T v : img)
+    ASSERT_EQ(v, T(0)) << "a rejected call wrote the image";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(gpu_test, tof_graph_capture_replays_the_same_result) {
+  using T = float;
+  host_case<T> h(cases[0], 5000, 9);
+  gpu::stream s;
+  device_case<T> d(h, s);
+  const std::size_t n = h.n, nb = h.nb;
+  gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
+  gpu::device_image<T> d_bs(h.g, s), d_bl(h.g, s);
+  const std::size_t chunk = 777;
+  auto enqueue = [&] {
+    d_bs.zero(s);
+    d_bl.zero(s);
+    for (std::size_t first = 0; first < n; first += chunk) {
+      const std::size_t m = std::min(chunk, n - first);
+      const auto lors = d.lors().subview(first, m);
+      const auto tof = d.tof.subview(first, m);
+      gpu::forward_tof_sino<T>(d.image, lors, tof,
+                               d_sino.span().subspan(first * nb, m * nb), s);
+      gpu::back_tof_sino<T>(d_bs, lors, tof,
+                            d.sino_values.cspan().subspan(first * nb, m * nb), s);
+      gpu::forward_tof_lm<T>(d.image, lors, d.bins.cspan().subspan(first, m), tof,
+                             d_lm.span().subspan(first, m), s);
+      gpu::back_tof_lm<T>(d_bl, lors, d.bins.cspan().subspan(first, m), tof,
+                          d.lm_values.cspan().subspan(first, m), s);
+    }
+  };
+  enqueue();
+  const auto sino0 = download(d_sino, s), lm0 = download(d_lm, s);
+  const auto bs0 = download(d_bs, s), bl0 = download(d_bl, s);
+  d_sino.fill(0.f, s);
+  d_lm.fill(0.f, s);
+  s.synchronize();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeGlobal), cudaSuccess);
+  enqueue();
+  ASSERT_EQ(cudaStreamEndCapture(s.get(), &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    ASSERT_EQ(cudaGraphLaunch(exec, s.get()), cudaSuccess);
+    EXPECT_LT(relative_error(download(d_sino, s), sino0, 0), 1e-6) << "replay " << replay;
+    EXPECT_EQ(download(d_lm, s), lm0) << "replay " << replay;
+    EXPECT_LT(relative_error(download(d_bs, s), bs0, 0), 1e-6) << "replay " << replay;
+    EXPECT_LT(relative_error(download(d_bl, s), bl0, 0), 1e-6) << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+} // namespace
