@@ -72,7 +72,7 @@ TYPED_TEST(TofMath, WorkedExample) {
   const auto tl = math::make_tof_lor<T>(10, 5, 8, 2, 2);
   const T s = 13;
   EXPECT_NEAR(double(math::tof_bin_coordinate(tl, s)), 3.1, 1e-6);
-  std::int64_t first, last;
+  int first, last;
   math::tof_window(tl, s, first, last);
   EXPECT_EQ(first, 1);
   EXPECT_EQ(last, 5);

@@ -57,13 +57,18 @@ template <class T> RESPROJ_HD T tof_bin_coordinate(const tof_lor<T> &t, T s) noe
 
 /// The (unclipped) window of bins of the sample at position s:
 /// `floor(t_p - reach) .. ceil(t_p + reach)`. The discrete decision,
-/// taken without contraction.
+/// taken without contraction. Bins are 32-bit (cheap conversions on the
+/// GPU); coordinates beyond +-2^30 bins are clamped (such samples are
+/// outside every window of a real TOF histogram anyway).
 template <class T>
-RESPROJ_HD void tof_window(const tof_lor<T> &t, T s, std::int64_t &first,
-                           std::int64_t &last) noexcept {
-  const T c = tof_bin_coordinate(t, s);
-  first = std::int64_t(floor_of(c - t.reach));
-  last = std::int64_t(ceil_of(c + t.reach));
+RESPROJ_HD void tof_window(const tof_lor<T> &t, T s, int &first, int &last) noexcept {
+  const T limit = T(1 << 30);
+  T lo = floor_of(tof_bin_coordinate(t, s) - t.reach);
+  T hi = ceil_of(tof_bin_coordinate(t, s) + t.reach);
+  lo = lo < -limit ? -limit : (lo > limit ? limit : lo);
+  hi = hi < -limit ? -limit : (hi > limit ? limit : hi);
+  first = int(lo);
+  last = int(hi);
 }
 
 /// erfc(|x|): one evaluation per bin edge; differences of edges are formed
@@ -85,7 +90,7 @@ template <class T> RESPROJ_HD T edge_difference(T a, T ga, T b, T gb) noexcept {
 /// `(s - e_j) / (sqrt(2) sigma)` with `e_j = (j - N/2) w + delta`.
 /// Decreases with j.
 template <class T>
-RESPROJ_HD T edge_coordinate(const tof_lor<T> &t, T s, std::int64_t j) noexcept {
+RESPROJ_HD T edge_coordinate(const tof_lor<T> &t, T s, int j) noexcept {
   const T edge = (T(j) - t.half_range - T(0.5)) * t.bin_width + t.center_offset;
   return (s - edge) * t.inv_edge_scale;
 }
@@ -96,10 +101,10 @@ RESPROJ_HD T edge_coordinate(const tof_lor<T> &t, T s, std::int64_t j) noexcept 
 /// m + 1 erfc evaluations for m bins inside, plus 2 for the total.
 template <class T, class F>
 RESPROJ_HD void for_each_tof_weight(const tof_lor<T> &t, T s, F &&f) noexcept {
-  std::int64_t first, last;
+  int first, last;
   tof_window(t, s, first, last);
-  const std::int64_t lo = first < 0 ? 0 : first;
-  const std::int64_t hi = last > t.num_bins - 1 ? t.num_bins - 1 : last;
+  const int lo = first < 0 ? 0 : first;
+  const int hi = last > t.num_bins - 1 ? t.num_bins - 1 : last;
   if (lo > hi)
     return;
   // Total over the whole window: edges `first` and `last + 1`.
@@ -111,7 +116,7 @@ RESPROJ_HD void for_each_tof_weight(const tof_lor<T> &t, T s, F &&f) noexcept {
   const T scale = T(1) / total; // K_j / W = (erf diff_j / 2) / (erf diff / 2)
   T x = edge_coordinate(t, s, lo);
   T g = edge_value(x);
-  for (std::int64_t j = lo; j <= hi; ++j) {
+  for (int j = lo; j <= hi; ++j) {
     const T x_next = edge_coordinate(t, s, j + 1);
     const T g_next = edge_value(x_next);
     f(j, edge_difference(x, g, x_next, g_next) * scale);
@@ -123,10 +128,13 @@ RESPROJ_HD void for_each_tof_weight(const tof_lor<T> &t, T s, F &&f) noexcept {
 /// Weight of bin j for the sample at s (0 if j is outside the window or
 /// outside [0, N-1]); equals the value `for_each_tof_weight` gives bin j.
 template <class T>
-RESPROJ_HD T tof_weight(const tof_lor<T> &t, T s, std::int64_t j) noexcept {
-  std::int64_t first, last;
+RESPROJ_HD T tof_weight(const tof_lor<T> &t, T s, std::int64_t bin) noexcept {
+  if (bin < 0 || bin > t.num_bins - 1)
+    return T(0);
+  const int j = int(bin);
+  int first, last;
   tof_window(t, s, first, last);
-  if (j < first || j > last || j < 0 || j > t.num_bins - 1)
+  if (j < first || j > last)
     return T(0);
   const T x_first = edge_coordinate(t, s, first);
   const T x_end = edge_coordinate(t, s, last + 1);
