@@ -6,6 +6,7 @@
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
+#include "resproj/core/lor_sources.hpp"
 #include "resproj/core/span.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/core/version.hpp"

@@ -187,7 +187,8 @@ TYPED_TEST(TofMath, PlaneRangeIsSuperset) {
   std::int64_t useful = 0, visited = 0, total = 0;
   for (std::size_t i = 0; i < lors.size(); ++i) {
     T a[3], b[3];
-    math::load_lor(lors.starts.data(), lors.ends.data(), i, a, b);
+    resproj::lor_view<const T>(lors.starts.data(), lors.ends.data(), lors.size())
+        .load(i, a, b);
     const auto ray = math::make_joseph_ray(grid, a, b);
     if (ray.empty())
       continue;

@@ -51,6 +51,15 @@ template <class T> struct lor_view {
   RESPROJ_HD constexpr lor_view(const lor_view<U> &other) noexcept
       : starts(other.starts), ends(other.ends), count(other.count) {}
 
+  /// End points of LOR i.
+  RESPROJ_HD void load(std::size_t i, std::remove_const_t<T> a[3],
+                       std::remove_const_t<T> b[3]) const noexcept {
+    for (int k = 0; k < 3; ++k) {
+      a[k] = starts[3 * i + k];
+      b[k] = ends[3 * i + k];
+    }
+  }
+
   /// LORs `[first, first + n)` of this view (unchecked).
   RESPROJ_HD constexpr lor_view subview(std::size_t first, std::size_t n) const noexcept {
     return lor_view(starts + 3 * first, ends + 3 * first, n);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "resproj/core/config.hpp"
+#include "resproj/core/lor_sources.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/math/joseph.hpp"
 
@@ -117,13 +118,13 @@ void run_back(T *img, std::int64_t nv, std::int64_t n, const options &opt,
 }
 
 /// Per-LOR body of `back`.
-template <class T> struct back_lor_body {
+template <class T, class Lors> struct back_lor_body {
   math::image_grid<T> grid;
-  lor_view<const T> lors;
+  Lors lors;
   const T *values;
   template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
     T a[3], b[3];
-    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    lors.load(std::size_t(i), a, b);
     math::back_lor(grid, img, a, b, values[i], add);
   }
 };
@@ -139,10 +140,10 @@ template <class T> struct back_lor_body {
 /// @throws invalid_argument on a null pointer or a too-small `out`, before
 ///         anything is written.
 /// Synchronous; thread-safe for distinct outputs.
-template <class T>
-void forward(image_view<const detail::identity_t<T>> image,
-             lor_view<const detail::identity_t<T>> lors, span<T> out,
-             const options &opt = {}) {
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void forward(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
+             span<T> out, const options &opt = {}) {
+  const auto lors = resproj::detail::normalize_source(lors_in);
   resproj::detail::check_image(image, "image");
   resproj::detail::check_lors(lors, "lors");
   resproj::detail::check_span(out, lors.count, "out");
@@ -156,7 +157,7 @@ void forward(image_view<const detail::identity_t<T>> image,
 #endif
   for (std::int64_t i = 0; i < n; ++i) {
     T a[3], b[3];
-    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    lors.load(std::size_t(i), a, b);
     out[std::size_t(i)] = math::forward_lor(grid, img, a, b);
   }
 }
@@ -171,16 +172,17 @@ void forward(image_view<const detail::identity_t<T>> image,
 /// @throws invalid_argument on a null pointer or too few values, before
 ///         anything is written.
 /// Synchronous; not thread-safe for the same image.
-template <class T>
-void back(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back(image_view<T> image, const Lors &lors_in,
           span<const detail::identity_t<T>> values, const options &opt = {}) {
+  const auto lors = resproj::detail::normalize_source(lors_in);
   resproj::detail::check_image(image, "image");
   resproj::detail::check_lors(lors, "lors");
   resproj::detail::check_span(values, lors.count, "values");
   const auto grid = math::image_grid<T>::from(image.geometry);
   detail::run_back(image.data, image.geometry.num_voxels(),
                    static_cast<std::int64_t>(lors.count), opt,
-                   detail::back_lor_body<T>{grid, lors, values.data()});
+                   detail::back_lor_body<T, decltype(lors)>{grid, lors, values.data()});
 }
 
 } // namespace cpu

@@ -12,6 +12,7 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/lor_sources.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/cpu/projector.hpp"
@@ -29,8 +30,8 @@ namespace detail {
 /// Largest number of TOF bins list-mode accepts (bins are std::int16_t).
 constexpr int max_lm_tof_bins = 32767;
 
-template <class I, class L, class T>
-void check_tof_common(const image_view<I> &image, const lor_view<L> &lors,
+template <class I, class Lors, class T>
+void check_tof_common(const image_view<I> &image, const Lors &lors,
                       const tof_params<T> &tof) {
   resproj::detail::check_image(image, "image");
   resproj::detail::check_lors(lors, "lors");
@@ -46,14 +47,14 @@ template <class T> void check_lm_bins(const tof_params<T> &tof) {
 }
 
 /// Per-LOR body of back_tof_sino.
-template <class T> struct back_sino_lor {
+template <class T, class Lors> struct back_sino_lor {
   math::image_grid<T> grid;
-  lor_view<const T> lors;
+  Lors lors;
   tof_params<T> tof;
   const T *values;
   template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
     T a[3], b[3];
-    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    lors.load(std::size_t(i), a, b);
     const auto tl = math::tof_lor_of(tof, std::size_t(i));
     math::back_tof_sino_lor(grid, img, a, b, tl,
                             values + std::size_t(i) * std::size_t(tof.num_bins), add);
@@ -61,15 +62,15 @@ template <class T> struct back_sino_lor {
 };
 
 /// Per-LOR body of back_tof_lm.
-template <class T> struct back_lm_lor {
+template <class T, class Lors> struct back_lm_lor {
   math::image_grid<T> grid;
-  lor_view<const T> lors;
+  Lors lors;
   tof_params<T> tof;
   const std::int16_t *bins;
   const T *values;
   template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
     T a[3], b[3];
-    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    lors.load(std::size_t(i), a, b);
     const auto tl = math::tof_lor_of(tof, std::size_t(i));
     math::back_tof_lm_lor(grid, img, a, b, tl, std::int64_t(bins[i]), values[i], add);
   }
@@ -87,11 +88,11 @@ template <class T> struct back_lm_lor {
 /// @throws invalid_argument naming the argument (null pointers, bad TOF
 ///         parameters, too-small `out`), before anything is written.
 /// Synchronous; thread-safe for distinct outputs.
-template <class T>
-void forward_tof_sino(image_view<const detail::identity_t<T>> image,
-                      lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void forward_tof_sino(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
                       const tof_params<detail::identity_t<T>> &tof, span<T> out,
                       const options &opt = {}) {
+  const auto lors = resproj::detail::normalize_source(lors_in);
   detail::check_tof_common(image, lors, tof);
   const std::size_t nb = std::size_t(tof.num_bins);
   resproj::detail::check_span(out, lors.count * nb, "out");
@@ -106,7 +107,7 @@ void forward_tof_sino(image_view<const detail::identity_t<T>> image,
 #endif
   for (std::int64_t i = 0; i < n; ++i) {
     T a[3], b[3];
-    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    lors.load(std::size_t(i), a, b);
     const auto tl = math::tof_lor_of(tof, std::size_t(i));
     math::forward_tof_sino_lor(grid, img, a, b, tl, o + std::size_t(i) * nb);
   }
@@ -123,14 +124,15 @@ void forward_tof_sino(image_view<const detail::identity_t<T>> image,
 /// @param opt     threads and accumulation strategy
 /// @throws invalid_argument naming the argument, before anything is written.
 /// Synchronous; not thread-safe for the same image.
-template <class T>
-void back_tof_sino(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_sino(image_view<T> image, const Lors &lors_in,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, const options &opt = {}) {
+  const auto lors = resproj::detail::normalize_source(lors_in);
   detail::check_tof_common(image, lors, tof);
   resproj::detail::check_span(values, lors.count * std::size_t(tof.num_bins), "values");
-  const detail::back_sino_lor<T> body{math::image_grid<T>::from(image.geometry), lors,
-                                      tof, values.data()};
+  const detail::back_sino_lor<T, decltype(lors)> body{
+      math::image_grid<T>::from(image.geometry), lors, tof, values.data()};
   detail::run_back(image.data, image.geometry.num_voxels(),
                    static_cast<std::int64_t>(lors.count), opt, body);
 }
@@ -147,12 +149,12 @@ void back_tof_sino(image_view<T> image, lor_view<const detail::identity_t<T>> lo
 /// @param opt    thread count
 /// @throws invalid_argument naming the argument, before anything is written.
 /// Synchronous; thread-safe for distinct outputs.
-template <class T>
-void forward_tof_lm(image_view<const detail::identity_t<T>> image,
-                    lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void forward_tof_lm(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
                     span<const std::int16_t> bins,
                     const tof_params<detail::identity_t<T>> &tof, span<T> out,
                     const options &opt = {}) {
+  const auto lors = resproj::detail::normalize_source(lors_in);
   detail::check_tof_common(image, lors, tof);
   detail::check_lm_bins(tof);
   resproj::detail::check_span(bins, lors.count, "bins");
@@ -169,7 +171,7 @@ void forward_tof_lm(image_view<const detail::identity_t<T>> image,
 #endif
   for (std::int64_t i = 0; i < n; ++i) {
     T a[3], b[3];
-    math::load_lor(lors.starts, lors.ends, std::size_t(i), a, b);
+    lors.load(std::size_t(i), a, b);
     const auto tl = math::tof_lor_of(tof, std::size_t(i));
     o[i] = math::forward_tof_lm_lor(grid, img, a, b, tl, std::int64_t(bn[i]));
   }
@@ -187,17 +189,17 @@ void forward_tof_lm(image_view<const detail::identity_t<T>> image,
 /// @param opt     threads and accumulation strategy
 /// @throws invalid_argument naming the argument, before anything is written.
 /// Synchronous; not thread-safe for the same image.
-template <class T>
-void back_tof_lm(image_view<T> image, lor_view<const detail::identity_t<T>> lors,
-                 span<const std::int16_t> bins,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_lm(image_view<T> image, const Lors &lors_in, span<const std::int16_t> bins,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, const options &opt = {}) {
+  const auto lors = resproj::detail::normalize_source(lors_in);
   detail::check_tof_common(image, lors, tof);
   detail::check_lm_bins(tof);
   resproj::detail::check_span(bins, lors.count, "bins");
   resproj::detail::check_span(values, lors.count, "values");
-  const detail::back_lm_lor<T> body{math::image_grid<T>::from(image.geometry), lors, tof,
-                                    bins.data(), values.data()};
+  const detail::back_lm_lor<T, decltype(lors)> body{
+      math::image_grid<T>::from(image.geometry), lors, tof, bins.data(), values.data()};
   detail::run_back(image.data, image.geometry.num_voxels(),
                    static_cast<std::int64_t>(lors.count), opt, body);
 }

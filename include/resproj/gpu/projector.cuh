@@ -12,6 +12,7 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/lor_sources.hpp"
 #include "resproj/core/span.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/gpu/detail/joseph_kernels.cuh"
@@ -31,10 +32,9 @@ template <class T> using identity_t = typename identity<T>::type;
 /// Validates the arguments shared by every projection call, before any
 /// work is enqueued. Pointers must be device (or managed) memory on the
 /// image's device.
-template <class T>
-void check_projection(const device_image_view<const T> &image,
-                      const lor_view<const T> &lors, const void *data,
-                      std::size_t data_size, const char *data_name,
+template <class T, class Lors>
+void check_projection(const device_image_view<const T> &image, const Lors &lors,
+                      const void *data, std::size_t data_size, const char *data_name,
                       const launch_options &opt, stream_ref s) {
   require_explicit_stream(s, "stream");
   if (image.data == nullptr)
@@ -47,13 +47,15 @@ void check_projection(const device_image_view<const T> &image,
   if (lors.count > 0 && data == nullptr)
     resproj::detail::throw_invalid(data_name,
                                    "null pointer with size " + std::to_string(data_size));
+  (void)make_lor_order(opt, lors.count); // mapping options, before any work
   if (!opt.check_pointers)
     return;
   require_device_pointer(image.data, image.device, "image.data");
   if (lors.count == 0)
     return;
-  require_device_pointer(lors.starts, image.device, "lors.starts");
-  require_device_pointer(lors.ends, image.device, "lors.ends");
+  resproj::detail::for_each_region(lors, [&](const void *p, const char *name) {
+    require_device_pointer(p, image.device, name);
+  });
   require_device_pointer(data, image.device, data_name);
 }
 
@@ -81,29 +83,30 @@ template <class F> void dispatch_group(int g, F &&f) {
   }
 }
 
-/// Selects the forward kernel for (T, index type I, lanes per LOR G).
-struct forward_kernels {
+/// Selects the forward kernel for (T, index type I, lanes per LOR G) and
+/// the LOR source type.
+template <class Lors> struct forward_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return forward_kernel<T, I, G>;
+    return forward_kernel<T, I, G, Lors>;
   }
 };
 
 /// Selects the back projection kernel.
-struct back_kernels {
+template <class Lors> struct back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return back_kernel<T, I, G>;
+    return back_kernel<T, I, G, Lors>;
   }
 };
 
 /// Launches a per-LOR kernel `Kernels::get<T, I, G>()` over `count` LORs,
-/// with G lanes per LOR (launch_options or automatic), 32-bit voxel indices
-/// where they fit, on the image's device. Kernel parameters are
-/// `(grid, count, order, args...)`.
+/// with `lanes` (G) threads per LOR, 32-bit voxel indices where they fit,
+/// on the image's device. Kernel parameters are `(grid, count, order,
+/// args...)`.
 template <class T, class Kernels, class... Args>
-void launch_per_lor(const device_image_view<const T> &image, std::size_t count,
+void launch_per_lor(const device_image_view<const T> &image, std::size_t count, int lanes,
                     const launch_options &opt, stream_ref s, const char *name,
                     Args... args) {
-  const int g = threads_per_lor(opt, count, image.device);
+  const int g = lanes;
   const lor_order order = make_lor_order(opt, count);
   const device_guard guard(image.device);
   const auto grid = math::image_grid<T>::from(image.geometry);
@@ -127,8 +130,10 @@ void launch_per_lor(const device_image_view<const T> &image, std::size_t count,
 /// i, for the `lors.count` LORs of the chunk. Overwrites `out[0..count)`.
 ///
 /// @param image  resident image (a `device_image` converts implicitly)
-/// @param lors   LORs in device memory on the image's device (any
-///               `subview` of a larger resident array)
+/// @param lors   any LOR source in device memory on the image's device:
+///               `lor_view` (explicit end points; any `subview` of a larger
+///               resident array) or `detector_pairs` (indices into a
+///               detector table)
 /// @param out    device output, at least `lors.count` values (any
 ///               `subspan` of a larger buffer)
 /// @param opt    thread-to-LOR mapping (default: chosen by the library)
@@ -137,22 +142,22 @@ void launch_per_lor(const device_image_view<const T> &image, std::size_t count,
 ///         device, a too-small output or the legacy default stream, before
 ///         anything is enqueued; gpu_error if the launch fails.
 /// Asynchronous: returns after enqueueing; graph-capturable.
-template <class T>
-void forward(device_image_view<const detail::identity_t<T>> image,
-             lor_view<const detail::identity_t<T>> lors, span<T> out,
-             const launch_options &opt, stream_ref s) {
-  detail::check_projection<T>(image, lors, out.data(), out.size(), "out", opt, s);
-  if (lors.count == 0)
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void forward(device_image_view<const detail::identity_t<T>> image, const Lors &lors,
+             span<T> out, const launch_options &opt, stream_ref s) {
+  const auto src = resproj::detail::normalize_source(lors);
+  detail::check_projection<T>(image, src, out.data(), out.size(), "out", opt, s);
+  if (src.count == 0)
     return;
-  detail::launch_per_lor<T, detail::forward_kernels>(image, lors.count, opt, s,
-                                                     "forward_kernel", image.data,
-                                                     lors.starts, lors.ends, out.data());
+  detail::launch_per_lor<T, detail::forward_kernels<decltype(src)>>(
+      image, src.count, detail::threads_per_lor(opt, src.count, image.device), opt, s,
+      "forward_kernel", image.data, src, out.data());
 }
 
 /// Forward projection with the library's thread-to-LOR mapping.
-template <class T>
-void forward(device_image_view<const detail::identity_t<T>> image,
-             lor_view<const detail::identity_t<T>> lors, span<T> out, stream_ref s) {
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void forward(device_image_view<const detail::identity_t<T>> image, const Lors &lors,
+             span<T> out, stream_ref s) {
   forward<T>(image, lors, out, launch_options{}, s);
 }
 
@@ -162,43 +167,45 @@ void forward(device_image_view<const detail::identity_t<T>> image,
 /// streams into one image are safe, but the sum's rounding order varies.
 ///
 /// @param image   resident image, updated in place
-/// @param lors    LORs in device memory on the image's device
+/// @param lors    any LOR source in device memory on the image's device
 /// @param values  device values, at least `lors.count`
 /// @param opt     thread-to-LOR mapping
 /// @param s       stream to launch on (not the legacy default stream)
 /// @throws as `forward` ("values" instead of "out").
 /// Asynchronous: returns after enqueueing; graph-capturable.
-template <class T>
-void back(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back(device_image_view<T> image, const Lors &lors,
           span<const detail::identity_t<T>> values, const launch_options &opt,
           stream_ref s) {
-  detail::check_projection<T>(device_image_view<const T>(image), lors, values.data(),
-                              values.size(), "values", opt, s);
-  if (lors.count == 0)
+  const auto src = resproj::detail::normalize_source(lors);
+  const device_image_view<const T> cimage(image);
+  detail::check_projection<T>(cimage, src, values.data(), values.size(), "values", opt,
+                              s);
+  if (src.count == 0)
     return;
-  detail::launch_per_lor<T, detail::back_kernels>(
-      device_image_view<const T>(image), lors.count, opt, s, "back_kernel", image.data,
-      lors.starts, lors.ends, values.data());
+  detail::launch_per_lor<T, detail::back_kernels<decltype(src)>>(
+      cimage, src.count, detail::threads_per_lor(opt, src.count, image.device), opt, s,
+      "back_kernel", image.data, src, values.data());
 }
 
 /// Back projection with the library's thread-to-LOR mapping.
-template <class T>
-void back(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back(device_image_view<T> image, const Lors &lors,
           span<const detail::identity_t<T>> values, stream_ref s) {
   back<T>(image, lors, values, launch_options{}, s);
 }
 
 /// Back projection into an owning `device_image` (same contract).
-template <class T>
-void back(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back(device_image<T> &image, const Lors &lors,
           span<const detail::identity_t<T>> values, const launch_options &opt,
           stream_ref s) {
   back<T>(image.view(), lors, values, opt, s);
 }
 
 /// Back projection into an owning `device_image` (same contract).
-template <class T>
-void back(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back(device_image<T> &image, const Lors &lors,
           span<const detail::identity_t<T>> values, stream_ref s) {
   back<T>(image.view(), lors, values, launch_options{}, s);
 }

@@ -14,6 +14,7 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/lor_sources.hpp"
 #include "resproj/core/span.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
@@ -34,11 +35,11 @@ namespace detail {
 /// parameters (`check_tof`), list-mode bins (when `bins` is non-null or
 /// `with_bins`), and with `opt.check_pointers` that the per-LOR TOF arrays
 /// and bins are device memory on the image's device.
-template <class T>
-void check_tof_projection(const device_image_view<const T> &image,
-                          const lor_view<const T> &lors, const tof_params<T> &tof,
-                          const std::int16_t *bins, std::size_t bins_size, bool with_bins,
-                          const void *data, std::size_t data_size, std::size_t needed,
+template <class T, class Lors>
+void check_tof_projection(const device_image_view<const T> &image, const Lors &lors,
+                          const tof_params<T> &tof, const std::int16_t *bins,
+                          std::size_t bins_size, bool with_bins, const void *data,
+                          std::size_t data_size, std::size_t needed,
                           const char *data_name, const launch_options &opt,
                           stream_ref s) {
   require_explicit_stream(s, "stream");
@@ -73,8 +74,9 @@ void check_tof_projection(const device_image_view<const T> &image,
   require_device_pointer(image.data, image.device, "image.data");
   if (lors.count == 0)
     return;
-  require_device_pointer(lors.starts, image.device, "lors.starts");
-  require_device_pointer(lors.ends, image.device, "lors.ends");
+  resproj::detail::for_each_region(lors, [&](const void *p, const char *name) {
+    require_device_pointer(p, image.device, name);
+  });
   if (!tof.sigmas.empty())
     require_device_pointer(tof.sigmas.data(), image.device, "tof.sigmas");
   if (!tof.center_offsets.empty())
@@ -84,87 +86,27 @@ void check_tof_projection(const device_image_view<const T> &image,
   require_device_pointer(data, image.device, data_name);
 }
 
-/// Launch geometry shared by the TOF calls.
-struct tof_launch {
-  std::size_t blocks;
-  int block;
-  lor_order order;
-  bool narrow;
+/// Kernel selectors for `launch_per_lor` (see projector.cuh).
+template <class Lors> struct tof_sino_forward_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_sino_forward_kernel<T, I, G, Lors>;
+  }
 };
-
-template <class T, int G>
-tof_launch make_tof_launch(const math::image_grid<T> &grid, std::size_t count,
-                           const launch_options &opt) {
-  tof_launch l;
-  l.block = opt.block_size;
-  const std::size_t threads = count * std::size_t(G);
-  l.blocks = (threads + std::size_t(l.block) - 1) / std::size_t(l.block);
-  l.order = make_lor_order(opt, count);
-  l.narrow = !opt.wide_index && math::fits_32bit_index(grid);
-  return l;
-}
-
-template <class T, int G>
-void launch_tof_sino_forward(const math::image_grid<T> &grid, const T *image,
-                             const lor_view<const T> &lors, const tof_params<T> &tof,
-                             T *out, const launch_options &opt, stream_ref s) {
-  const tof_launch l = make_tof_launch<T, G>(grid, lors.count, opt);
-  if (l.narrow)
-    launch(tof_sino_forward_kernel<T, std::int32_t, G>, l.blocks, l.block, s,
-           "tof_sino_forward_kernel", grid, image, lors.starts, lors.ends, lors.count,
-           l.order, tof, out);
-  else
-    launch(tof_sino_forward_kernel<T, std::int64_t, G>, l.blocks, l.block, s,
-           "tof_sino_forward_kernel", grid, image, lors.starts, lors.ends, lors.count,
-           l.order, tof, out);
-}
-
-template <class T, int G>
-void launch_tof_sino_back(const math::image_grid<T> &grid, T *image,
-                          const lor_view<const T> &lors, const tof_params<T> &tof,
-                          const T *values, const launch_options &opt, stream_ref s) {
-  const tof_launch l = make_tof_launch<T, G>(grid, lors.count, opt);
-  if (l.narrow)
-    launch(tof_sino_back_kernel<T, std::int32_t, G>, l.blocks, l.block, s,
-           "tof_sino_back_kernel", grid, image, lors.starts, lors.ends, lors.count,
-           l.order, tof, values);
-  else
-    launch(tof_sino_back_kernel<T, std::int64_t, G>, l.blocks, l.block, s,
-           "tof_sino_back_kernel", grid, image, lors.starts, lors.ends, lors.count,
-           l.order, tof, values);
-}
-
-template <class T, int G>
-void launch_tof_lm_forward(const math::image_grid<T> &grid, const T *image,
-                           const lor_view<const T> &lors, const std::int16_t *bins,
-                           const tof_params<T> &tof, T *out, const launch_options &opt,
-                           stream_ref s) {
-  const tof_launch l = make_tof_launch<T, G>(grid, lors.count, opt);
-  if (l.narrow)
-    launch(tof_lm_forward_kernel<T, std::int32_t, G>, l.blocks, l.block, s,
-           "tof_lm_forward_kernel", grid, image, lors.starts, lors.ends, bins, lors.count,
-           l.order, tof, out);
-  else
-    launch(tof_lm_forward_kernel<T, std::int64_t, G>, l.blocks, l.block, s,
-           "tof_lm_forward_kernel", grid, image, lors.starts, lors.ends, bins, lors.count,
-           l.order, tof, out);
-}
-
-template <class T, int G>
-void launch_tof_lm_back(const math::image_grid<T> &grid, T *image,
-                        const lor_view<const T> &lors, const std::int16_t *bins,
-                        const tof_params<T> &tof, const T *values,
-                        const launch_options &opt, stream_ref s) {
-  const tof_launch l = make_tof_launch<T, G>(grid, lors.count, opt);
-  if (l.narrow)
-    launch(tof_lm_back_kernel<T, std::int32_t, G>, l.blocks, l.block, s,
-           "tof_lm_back_kernel", grid, image, lors.starts, lors.ends, bins, lors.count,
-           l.order, tof, values);
-  else
-    launch(tof_lm_back_kernel<T, std::int64_t, G>, l.blocks, l.block, s,
-           "tof_lm_back_kernel", grid, image, lors.starts, lors.ends, bins, lors.count,
-           l.order, tof, values);
-}
+template <class Lors> struct tof_sino_back_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_sino_back_kernel<T, I, G, Lors>;
+  }
+};
+template <class Lors> struct tof_lm_forward_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_forward_kernel<T, I, G, Lors>;
+  }
+};
+template <class Lors> struct tof_lm_back_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_back_kernel<T, I, G, Lors>;
+  }
+};
 
 /// Threads per event of the list-mode calls: as `threads_per_lor`, except
 /// that the automatic choice takes 2 lanes where it would take 4 (list-mode
@@ -200,33 +142,27 @@ tof_params<T> tof_for_call(const tof_params<T> &tof, std::size_t count) {
 ///         "lors.starts", "tof.sigmas", ...) before anything is enqueued;
 ///         gpu_error if the launch fails.
 /// Asynchronous; no allocation; graph-capturable.
-template <class T>
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void forward_tof_sino(device_image_view<const detail::identity_t<T>> image,
-                      lor_view<const detail::identity_t<T>> lors,
-                      const tof_params<detail::identity_t<T>> &tof, span<T> out,
-                      const launch_options &opt, stream_ref s) {
-  const std::size_t needed =
-      lors.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
-  detail::check_tof_projection<T>(image, lors, tof, nullptr, 0, false, out.data(),
+                      const Lors &lors, const tof_params<detail::identity_t<T>> &tof,
+                      span<T> out, const launch_options &opt, stream_ref s) {
+  const auto src = resproj::detail::normalize_source(lors);
+  const std::size_t needed = src.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
+  detail::check_tof_projection<T>(image, src, tof, nullptr, 0, false, out.data(),
                                   out.size(), needed, "out", opt, s);
-  if (lors.count == 0)
+  if (src.count == 0)
     return;
-  const int g = detail::threads_per_lor(opt, lors.count, image.device);
-  const device_guard guard(image.device);
-  const auto grid = math::image_grid<T>::from(image.geometry);
-  const tof_params<T> t = detail::tof_for_call(tof, lors.count);
-  detail::dispatch_group(g, [&](auto group) {
-    detail::launch_tof_sino_forward<T, decltype(group)::value>(grid, image.data, lors, t,
-                                                               out.data(), opt, s);
-  });
+  detail::launch_per_lor<T, detail::tof_sino_forward_kernels<decltype(src)>>(
+      image, src.count, detail::threads_per_lor(opt, src.count, image.device), opt, s,
+      "tof_sino_forward_kernel", image.data, src, detail::tof_for_call(tof, src.count),
+      out.data());
 }
 
 /// TOF sinogram forward projection with the library's mapping.
-template <class T>
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void forward_tof_sino(device_image_view<const detail::identity_t<T>> image,
-                      lor_view<const detail::identity_t<T>> lors,
-                      const tof_params<detail::identity_t<T>> &tof, span<T> out,
-                      stream_ref s) {
+                      const Lors &lors, const tof_params<detail::identity_t<T>> &tof,
+                      span<T> out, stream_ref s) {
   forward_tof_sino<T>(image, lors, tof, out, launch_options{}, s);
 }
 
@@ -235,45 +171,41 @@ void forward_tof_sino(device_image_view<const detail::identity_t<T>> image,
 /// zero the image first for a plain back projection). Atomic adds.
 /// @throws as `forward_tof_sino` ("values" instead of "out").
 /// Asynchronous; no allocation; graph-capturable.
-template <class T>
-void back_tof_sino(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_sino(device_image_view<T> image, const Lors &lors,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, const launch_options &opt,
                    stream_ref s) {
-  const std::size_t needed =
-      lors.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
-  detail::check_tof_projection<T>(device_image_view<const T>(image), lors, tof, nullptr,
-                                  0, false, values.data(), values.size(), needed,
-                                  "values", opt, s);
-  if (lors.count == 0)
+  const auto src = resproj::detail::normalize_source(lors);
+  const device_image_view<const T> cimage(image);
+  const std::size_t needed = src.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
+  detail::check_tof_projection<T>(cimage, src, tof, nullptr, 0, false, values.data(),
+                                  values.size(), needed, "values", opt, s);
+  if (src.count == 0)
     return;
-  const int g = detail::threads_per_lor(opt, lors.count, image.device);
-  const device_guard guard(image.device);
-  const auto grid = math::image_grid<T>::from(image.geometry);
-  const tof_params<T> t = detail::tof_for_call(tof, lors.count);
-  detail::dispatch_group(g, [&](auto group) {
-    detail::launch_tof_sino_back<T, decltype(group)::value>(grid, image.data, lors, t,
-                                                            values.data(), opt, s);
-  });
+  detail::launch_per_lor<T, detail::tof_sino_back_kernels<decltype(src)>>(
+      cimage, src.count, detail::threads_per_lor(opt, src.count, image.device), opt, s,
+      "tof_sino_back_kernel", image.data, src, detail::tof_for_call(tof, src.count),
+      values.data());
 }
 
-template <class T>
-void back_tof_sino(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_sino(device_image_view<T> image, const Lors &lors,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, stream_ref s) {
   back_tof_sino<T>(image, lors, tof, values, launch_options{}, s);
 }
 
-template <class T>
-void back_tof_sino(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_sino(device_image<T> &image, const Lors &lors,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, const launch_options &opt,
                    stream_ref s) {
   back_tof_sino<T>(image.view(), lors, tof, values, opt, s);
 }
 
-template <class T>
-void back_tof_sino(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_sino(device_image<T> &image, const Lors &lors,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, stream_ref s) {
   back_tof_sino<T>(image.view(), lors, tof, values, launch_options{}, s);
@@ -287,30 +219,25 @@ void back_tof_sino(device_image<T> &image, lor_view<const detail::identity_t<T>>
 /// @throws as `forward_tof_sino`, and "bins" for a null, host or too small
 ///         bin array.
 /// Asynchronous; no allocation; graph-capturable.
-template <class T>
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
-                    lor_view<const detail::identity_t<T>> lors,
-                    span<const std::int16_t> bins,
+                    const Lors &lors, span<const std::int16_t> bins,
                     const tof_params<detail::identity_t<T>> &tof, span<T> out,
                     const launch_options &opt, stream_ref s) {
-  detail::check_tof_projection<T>(image, lors, tof, bins.data(), bins.size(), true,
-                                  out.data(), out.size(), lors.count, "out", opt, s);
-  if (lors.count == 0)
+  const auto src = resproj::detail::normalize_source(lors);
+  detail::check_tof_projection<T>(image, src, tof, bins.data(), bins.size(), true,
+                                  out.data(), out.size(), src.count, "out", opt, s);
+  if (src.count == 0)
     return;
-  const int g = detail::threads_per_event(opt, lors.count, image.device);
-  const device_guard guard(image.device);
-  const auto grid = math::image_grid<T>::from(image.geometry);
-  const tof_params<T> t = detail::tof_for_call(tof, lors.count);
-  detail::dispatch_group(g, [&](auto group) {
-    detail::launch_tof_lm_forward<T, decltype(group)::value>(
-        grid, image.data, lors, bins.data(), t, out.data(), opt, s);
-  });
+  detail::launch_per_lor<T, detail::tof_lm_forward_kernels<decltype(src)>>(
+      image, src.count, detail::threads_per_event(opt, src.count, image.device), opt, s,
+      "tof_lm_forward_kernel", image.data, src, bins.data(),
+      detail::tof_for_call(tof, src.count), out.data());
 }
 
-template <class T>
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
-                    lor_view<const detail::identity_t<T>> lors,
-                    span<const std::int16_t> bins,
+                    const Lors &lors, span<const std::int16_t> bins,
                     const tof_params<detail::identity_t<T>> &tof, span<T> out,
                     stream_ref s) {
   forward_tof_lm<T>(image, lors, bins, tof, out, launch_options{}, s);
@@ -320,47 +247,43 @@ void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
 /// the image; atomic adds).
 /// @throws as `forward_tof_lm` ("values" instead of "out").
 /// Asynchronous; no allocation; graph-capturable.
-template <class T>
-void back_tof_lm(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_lm(device_image_view<T> image, const Lors &lors,
                  span<const std::int16_t> bins,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, const launch_options &opt,
                  stream_ref s) {
-  detail::check_tof_projection<T>(device_image_view<const T>(image), lors, tof,
-                                  bins.data(), bins.size(), true, values.data(),
-                                  values.size(), lors.count, "values", opt, s);
-  if (lors.count == 0)
+  const auto src = resproj::detail::normalize_source(lors);
+  const device_image_view<const T> cimage(image);
+  detail::check_tof_projection<T>(cimage, src, tof, bins.data(), bins.size(), true,
+                                  values.data(), values.size(), src.count, "values", opt,
+                                  s);
+  if (src.count == 0)
     return;
-  const int g = detail::threads_per_event(opt, lors.count, image.device);
-  const device_guard guard(image.device);
-  const auto grid = math::image_grid<T>::from(image.geometry);
-  const tof_params<T> t = detail::tof_for_call(tof, lors.count);
-  detail::dispatch_group(g, [&](auto group) {
-    detail::launch_tof_lm_back<T, decltype(group)::value>(
-        grid, image.data, lors, bins.data(), t, values.data(), opt, s);
-  });
+  detail::launch_per_lor<T, detail::tof_lm_back_kernels<decltype(src)>>(
+      cimage, src.count, detail::threads_per_event(opt, src.count, image.device), opt, s,
+      "tof_lm_back_kernel", image.data, src, bins.data(),
+      detail::tof_for_call(tof, src.count), values.data());
 }
 
-template <class T>
-void back_tof_lm(device_image_view<T> image, lor_view<const detail::identity_t<T>> lors,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_lm(device_image_view<T> image, const Lors &lors,
                  span<const std::int16_t> bins,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, stream_ref s) {
   back_tof_lm<T>(image, lors, bins, tof, values, launch_options{}, s);
 }
 
-template <class T>
-void back_tof_lm(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
-                 span<const std::int16_t> bins,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_lm(device_image<T> &image, const Lors &lors, span<const std::int16_t> bins,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, const launch_options &opt,
                  stream_ref s) {
   back_tof_lm<T>(image.view(), lors, bins, tof, values, opt, s);
 }
 
-template <class T>
-void back_tof_lm(device_image<T> &image, lor_view<const detail::identity_t<T>> lors,
-                 span<const std::int16_t> bins,
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_lm(device_image<T> &image, const Lors &lors, span<const std::int16_t> bins,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, stream_ref s) {
   back_tof_lm<T>(image.view(), lors, bins, tof, values, launch_options{}, s);

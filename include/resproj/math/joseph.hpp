@@ -239,16 +239,6 @@ RESPROJ_HD void back_planes(T *image, const joseph_ray<T> &r, T value, std::int6
     scatter<I>(image, r, p, v, add);
 }
 
-/// Loads LOR i of `starts`/`ends` (xyz triplets) into a and b.
-template <class T>
-RESPROJ_HD void load_lor(const T *starts, const T *ends, std::size_t i, T a[3],
-                         T b[3]) noexcept {
-  for (int k = 0; k < 3; ++k) {
-    a[k] = starts[3 * i + k];
-    b[k] = ends[3 * i + k];
-  }
-}
-
 /// Non-TOF forward projection of LOR a -> b.
 template <class T>
 RESPROJ_HD T forward_lor(const image_grid<T> &g, const T *image, const T a[3],

@@ -56,18 +56,17 @@ struct atomic_add {
   }
 };
 
-template <class T, class I, int G>
+template <class T, class I, int G, class Lors>
 RESPROJ_KERNEL void __launch_bounds__(256)
     forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
-                   const T *__restrict__ image, const T *__restrict__ starts,
-                   const T *__restrict__ ends, T *__restrict__ out) {
+                   const T *__restrict__ image, Lors lors, T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return; // whole groups leave together
   const std::size_t lor = order(thread / G);
   const int lane = int(thread % G);
   T a[3], b[3];
-  math::load_lor(starts, ends, lor, a, b);
+  lors.load(lor, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   T acc = math::forward_planes<I>(image, ray, ray.first_plane + lane, G);
   if constexpr (G > 1)
@@ -76,11 +75,10 @@ RESPROJ_KERNEL void __launch_bounds__(256)
     out[lor] = acc;
 }
 
-template <class T, class I, int G>
+template <class T, class I, int G, class Lors>
 RESPROJ_KERNEL void __launch_bounds__(256)
     back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
-                T *__restrict__ image, const T *__restrict__ starts,
-                const T *__restrict__ ends, const T *__restrict__ values) {
+                T *__restrict__ image, Lors lors, const T *__restrict__ values) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -90,7 +88,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
     return; // adds nothing; sparse data skip the walk
   const int lane = int(thread % G);
   T a[3], b[3];
-  math::load_lor(starts, ends, lor, a, b);
+  lors.load(lor, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   math::back_planes<I>(image, ray, value, ray.first_plane + lane, G, atomic_add{});
 }

@@ -38,11 +38,10 @@ template <class T, bool Atomic> struct row_accumulate {
 /// (math::forward_tof_sino_planes), and the row is scaled by the path
 /// length per plane at the end. Every bin of the row is written by this
 /// group only.
-template <class T, class I, int G>
+template <class T, class I, int G, class Lors>
 RESPROJ_KERNEL void __launch_bounds__(256)
-    tof_sino_forward_kernel(math::image_grid<T> grid, const T *__restrict__ image,
-                            const T *__restrict__ starts, const T *__restrict__ ends,
-                            std::size_t count, lor_order order, tof_params<T> tof,
+    tof_sino_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
+                            const T *__restrict__ image, Lors lors, tof_params<T> tof,
                             T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
@@ -56,7 +55,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   if constexpr (G > 1)
     __syncwarp(group_mask<G>());
   T a[3], b[3];
-  math::load_lor(starts, ends, lor, a, b);
+  lors.load(lor, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   if (ray.empty())
     return; // uniform over the group: nobody waits below
@@ -71,11 +70,10 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// Sinogram back: per plane, `sum_j values[lor * N + j] * weight_j`, then
 /// one scatter of that times `step` (math::back_tof_sino_planes).
-template <class T, class I, int G>
+template <class T, class I, int G, class Lors>
 RESPROJ_KERNEL void __launch_bounds__(256)
-    tof_sino_back_kernel(math::image_grid<T> grid, T *__restrict__ image,
-                         const T *__restrict__ starts, const T *__restrict__ ends,
-                         std::size_t count, lor_order order, tof_params<T> tof,
+    tof_sino_back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
+                         T *__restrict__ image, Lors lors, tof_params<T> tof,
                          const T *__restrict__ values) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
@@ -84,7 +82,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const int lane = int(thread % G);
   const T *row = values + lor * std::size_t(tof.num_bins);
   T a[3], b[3];
-  math::load_lor(starts, ends, lor, a, b);
+  lors.load(lor, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   if (ray.empty())
     return;
@@ -95,19 +93,19 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// List-mode forward: `out[i]` = TOF value of event i's LOR at its bin,
 /// visiting only the planes of `tof_plane_range` (math::forward_tof_lm_planes).
-template <class T, class I, int G>
+template <class T, class I, int G, class Lors>
 RESPROJ_KERNEL void __launch_bounds__(256)
-    tof_lm_forward_kernel(math::image_grid<T> grid, const T *__restrict__ image,
-                          const T *__restrict__ starts, const T *__restrict__ ends,
-                          const std::int16_t *__restrict__ bins, std::size_t count,
-                          lor_order order, tof_params<T> tof, T *__restrict__ out) {
+    tof_lm_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
+                          const T *__restrict__ image, Lors lors,
+                          const std::int16_t *__restrict__ bins, tof_params<T> tof,
+                          T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
   const std::size_t ev = order(thread / G);
   const int lane = int(thread % G);
   T a[3], b[3];
-  math::load_lor(starts, ends, ev, a, b);
+  lors.load(ev, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   const math::tof_lor<T> tl = math::tof_lor_of(tof, ev);
   T acc = math::forward_tof_lm_planes<I>(image, ray, tl, std::int64_t(bins[ev]),
@@ -120,12 +118,12 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// List-mode back: transpose of `tof_lm_forward_kernel`
 /// (math::back_tof_lm_planes).
-template <class T, class I, int G>
+template <class T, class I, int G, class Lors>
 RESPROJ_KERNEL void __launch_bounds__(256)
-    tof_lm_back_kernel(math::image_grid<T> grid, T *__restrict__ image,
-                       const T *__restrict__ starts, const T *__restrict__ ends,
-                       const std::int16_t *__restrict__ bins, std::size_t count,
-                       lor_order order, tof_params<T> tof, const T *__restrict__ values) {
+    tof_lm_back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
+                       T *__restrict__ image, Lors lors,
+                       const std::int16_t *__restrict__ bins, tof_params<T> tof,
+                       const T *__restrict__ values) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -138,7 +136,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
     return;
   const int lane = int(thread % G);
   T a[3], b[3];
-  math::load_lor(starts, ends, ev, a, b);
+  lors.load(ev, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   const math::tof_lor<T> tl = math::tof_lor_of(tof, ev);
   math::back_tof_lm_planes<I>(image, ray, tl, bin, value, ray.first_plane + lane, G,
