@@ -1,0 +1,236 @@
+/// @file
+/// @brief Compact list-mode event records (10 bytes: two detector indices
+/// and a TOF bin), conversion to the projectors' pair / bin arrays, and
+/// validation against a detector table and a TOF bin count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/core/span.hpp"
+#include "resproj/core/views.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace scanner {
+
+/// One list-mode event in 10 bytes, alignment 1, so that an array of
+/// events moves 10 bytes per event over the bus and has no padding.
+///
+/// Byte layout (little-endian, whatever the host's byte order):
+///
+/// | bytes | field        | type                                  |
+/// |-------|--------------|---------------------------------------|
+/// | 0-3   | `detector_a` | uint32, little-endian                 |
+/// | 4-7   | `detector_b` | uint32, little-endian                 |
+/// | 8-9   | `tof_bin`    | int16, two's complement little-endian |
+///
+/// The fields are stored as bytes and read and written with shifts, so
+/// access is endian-independent and never misaligned (on the device too);
+/// a file of records is portable. `detector_a` / `detector_b` index a
+/// detector table (ring-major `ring * crystals_per_ring + crystal` for a
+/// `polygon_scanner`); `tof_bin` is a TOF bin `0 .. num_bins - 1` (bin 0
+/// nearest detector a, as `tof_params`), or anything (e.g. 0) for non-TOF
+/// data. Trivially copyable, standard layout; value-initialised it is
+/// (0, 0, 0).
+struct listmode_event {
+  unsigned char bytes[10]; ///< the encoded record (see the table above)
+
+  /// An event with the given fields.
+  RESPROJ_HD static listmode_event make(std::uint32_t detector_a,
+                                        std::uint32_t detector_b,
+                                        std::int16_t tof_bin) noexcept {
+    listmode_event e{};
+    e.set_detector_a(detector_a);
+    e.set_detector_b(detector_b);
+    e.set_tof_bin(tof_bin);
+    return e;
+  }
+  /// First detector.
+  RESPROJ_HD std::uint32_t detector_a() const noexcept { return load_u32(0); }
+  /// Second detector.
+  RESPROJ_HD std::uint32_t detector_b() const noexcept { return load_u32(4); }
+  /// TOF bin.
+  RESPROJ_HD std::int16_t tof_bin() const noexcept {
+    const std::uint16_t u = std::uint16_t(std::uint16_t(bytes[8]) |
+                                          std::uint16_t(std::uint16_t(bytes[9]) << 8));
+    // Two's complement reinterpretation without implementation-defined casts.
+    return u >= 0x8000u ? std::int16_t(int(u) - 0x10000) : std::int16_t(u);
+  }
+  /// Sets the first detector.
+  RESPROJ_HD void set_detector_a(std::uint32_t v) noexcept { store_u32(0, v); }
+  /// Sets the second detector.
+  RESPROJ_HD void set_detector_b(std::uint32_t v) noexcept { store_u32(4, v); }
+  /// Sets the TOF bin.
+  RESPROJ_HD void set_tof_bin(std::int16_t v) noexcept {
+    const std::uint16_t u = std::uint16_t(v);
+    bytes[8] = static_cast<unsigned char>(u & 0xffu);
+    bytes[9] = static_cast<unsigned char>(u >> 8);
+  }
+
+private:
+  RESPROJ_HD std::uint32_t load_u32(int o) const noexcept {
+    return std::uint32_t(bytes[o]) | (std::uint32_t(bytes[o + 1]) << 8) |
+           (std::uint32_t(bytes[o + 2]) << 16) | (std::uint32_t(bytes[o + 3]) << 24);
+  }
+  RESPROJ_HD void store_u32(int o, std::uint32_t v) noexcept {
+    bytes[o] = static_cast<unsigned char>(v & 0xffu);
+    bytes[o + 1] = static_cast<unsigned char>((v >> 8) & 0xffu);
+    bytes[o + 2] = static_cast<unsigned char>((v >> 16) & 0xffu);
+    bytes[o + 3] = static_cast<unsigned char>(v >> 24);
+  }
+};
+
+static_assert(sizeof(listmode_event) == 10, "listmode_event must be 10 bytes");
+static_assert(alignof(listmode_event) == 1, "listmode_event must not be padded");
+static_assert(std::is_trivially_copyable_v<listmode_event>);
+static_assert(std::is_standard_layout_v<listmode_event>);
+
+/// Result of `validate_events` (and of the GPU validation): how many
+/// events are invalid and the index of the first one (`first_invalid` is
+/// the number of events checked when none is invalid).
+struct event_check_result {
+  std::size_t num_invalid = 0;   ///< number of invalid events
+  std::size_t first_invalid = 0; ///< index of the first, or the count if none
+};
+
+/// `true` if detectors a and b index a table of `num_detectors` entries
+/// and `tof_bin` is in `[0, num_tof_bins)`; with `num_tof_bins <= 0` (non-TOF)
+/// the TOF bin is not checked. The rule `validate_events` applies per event;
+/// usable in device code.
+RESPROJ_HD inline bool event_is_valid(std::int64_t detector_a, std::int64_t detector_b,
+                                      int tof_bin, std::int64_t num_detectors,
+                                      int num_tof_bins) noexcept {
+  if (detector_a < 0 || detector_a >= num_detectors || detector_b < 0 ||
+      detector_b >= num_detectors)
+    return false;
+  return num_tof_bins <= 0 || (tof_bin >= 0 && tof_bin < num_tof_bins);
+}
+
+namespace detail {
+inline void check_validation_sizes(std::int64_t num_detectors) {
+  if (num_detectors < 0)
+    resproj::detail::throw_invalid(
+        "num_detectors", "must be >= 0 (got " + std::to_string(num_detectors) + ")");
+}
+} // namespace detail
+
+/// Checks every event against `num_detectors` and `num_tof_bins` (see
+/// `event_is_valid`; pass num_tof_bins = 0 for non-TOF events).
+/// @throws invalid_argument ("num_detectors") if negative.
+inline event_check_result validate_events(span<const listmode_event> events,
+                                          std::int64_t num_detectors, int num_tof_bins) {
+  detail::check_validation_sizes(num_detectors);
+  event_check_result r{0, events.size()};
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const listmode_event &e = events[i];
+    if (!event_is_valid(e.detector_a(), e.detector_b(), e.tof_bin(), num_detectors,
+                        num_tof_bins)) {
+      if (r.num_invalid == 0)
+        r.first_invalid = i;
+      ++r.num_invalid;
+    }
+  }
+  return r;
+}
+
+/// As above for a vector of records.
+inline event_check_result validate_events(const std::vector<listmode_event> &events,
+                                          std::int64_t num_detectors, int num_tof_bins) {
+  return validate_events(span<const listmode_event>(events.data(), events.size()),
+                         num_detectors, num_tof_bins);
+}
+
+/// Checks split arrays: `pairs` holds `[a b]` per event (2 * count int32),
+/// `tof_bins` one int16 per event, or is empty for non-TOF (then the TOF
+/// bins are not checked, whatever `num_tof_bins`).
+/// @throws invalid_argument ("pairs" if its size is odd, "tof_bins" if
+///         non-empty and not pairs.size() / 2, "num_detectors" if negative).
+inline event_check_result validate_events(span<const std::int32_t> pairs,
+                                          span<const std::int16_t> tof_bins,
+                                          std::int64_t num_detectors, int num_tof_bins) {
+  detail::check_validation_sizes(num_detectors);
+  if (pairs.size() % 2 != 0)
+    resproj::detail::throw_invalid("pairs", "size must be even (two detectors per "
+                                            "event), got " +
+                                                std::to_string(pairs.size()));
+  const std::size_t n = pairs.size() / 2;
+  if (!tof_bins.empty() && tof_bins.size() != n)
+    resproj::detail::throw_invalid(
+        "tof_bins", "must be empty or hold one bin per event (" + std::to_string(n) +
+                        "), holds " + std::to_string(tof_bins.size()));
+  const int bins = tof_bins.empty() ? 0 : num_tof_bins;
+  event_check_result r{0, n};
+  for (std::size_t i = 0; i < n; ++i)
+    if (!event_is_valid(pairs[2 * i], pairs[2 * i + 1],
+                        tof_bins.empty() ? 0 : tof_bins[i], num_detectors, bins)) {
+      if (r.num_invalid == 0)
+        r.first_invalid = i;
+      ++r.num_invalid;
+    }
+  return r;
+}
+
+/// Splits records into the projectors' arrays: `pairs[2 i]`,
+/// `pairs[2 i + 1]` = detectors a, b of event i (as int32: indices of
+/// 2^31 and above become -1, which `validate_events` on the arrays
+/// reports), `tof_bins[i]` its TOF bin. `tof_bins` may be empty (non-TOF:
+/// bins not written). Nothing is validated beyond sizes.
+/// @throws invalid_argument ("pairs" / "tof_bins") if too small (nothing
+///         is written then).
+inline void split_events(span<const listmode_event> events, span<std::int32_t> pairs,
+                         span<std::int16_t> tof_bins) {
+  resproj::detail::check_span(pairs, 2 * events.size(), "pairs");
+  const bool with_bins = !tof_bins.empty();
+  if (with_bins)
+    resproj::detail::check_span(tof_bins, events.size(), "tof_bins");
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const listmode_event &e = events[i];
+    const std::uint32_t a = e.detector_a(), b = e.detector_b();
+    pairs[2 * i] = a > 0x7fffffffu ? std::int32_t(-1) : std::int32_t(a);
+    pairs[2 * i + 1] = b > 0x7fffffffu ? std::int32_t(-1) : std::int32_t(b);
+    if (with_bins)
+      tof_bins[i] = e.tof_bin();
+  }
+}
+
+/// As above, resizing `pairs` to 2 * count and `tof_bins` to count.
+inline void split_events(const std::vector<listmode_event> &events,
+                         std::vector<std::int32_t> &pairs,
+                         std::vector<std::int16_t> &tof_bins) {
+  pairs.resize(2 * events.size());
+  tof_bins.resize(events.size());
+  split_events(span<const listmode_event>(events.data(), events.size()),
+               span<std::int32_t>(pairs.data(), pairs.size()),
+               span<std::int16_t>(tof_bins.data(), tof_bins.size()));
+}
+
+/// Packs arrays into records (the inverse of `split_events`); `tof_bins`
+/// may be empty (bins set to 0). Negative detector indices are stored as
+/// their uint32 bit pattern (and found invalid by `validate_events`).
+/// @throws invalid_argument ("pairs" if odd, "tof_bins" if non-empty and
+///         not pairs.size() / 2).
+inline std::vector<listmode_event> pack_events(span<const std::int32_t> pairs,
+                                               span<const std::int16_t> tof_bins) {
+  if (pairs.size() % 2 != 0)
+    resproj::detail::throw_invalid("pairs", "size must be even, got " +
+                                                std::to_string(pairs.size()));
+  const std::size_t n = pairs.size() / 2;
+  if (!tof_bins.empty() && tof_bins.size() != n)
+    resproj::detail::throw_invalid("tof_bins", "must be empty or hold " +
+                                                   std::to_string(n) + " bins, holds " +
+                                                   std::to_string(tof_bins.size()));
+  std::vector<listmode_event> out(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] =
+        listmode_event::make(std::uint32_t(pairs[2 * i]), std::uint32_t(pairs[2 * i + 1]),
+                             tof_bins.empty() ? std::int16_t(0) : tof_bins[i]);
+  return out;
+}
+
+} // namespace scanner
+RESPROJ_NAMESPACE_END
