@@ -63,6 +63,7 @@
 #include "common/phantom.hpp"
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/scanner/dmi.hpp"
+#include "resproj/scanner/sinogram_source.hpp"
 
 namespace {
 
@@ -196,8 +197,62 @@ struct full_problem {
   }
 };
 
+/// The reference scanner's detector table, plane table and view lists on the
+/// device, and LOR sources that derive dmi-subset and dmi-full from them
+/// (sinogram descriptions) or read 8-byte detector pairs (dmi-subset).
+struct detector_problem {
+  gpu::device_buffer<float> detectors;
+  gpu::device_buffer<std::int32_t> planes, subset_views, all_views, subset_pairs;
+  rs::sinogram_source<float> subset_sino, full_sino;
+  rp::detector_pairs<float> subset_indexed;
+
+  explicit detector_problem(subset_problem &p) {
+    const auto scanner = rs::dmi();
+    const auto layout = rs::dmi_sinogram();
+    const auto table = scanner.detector_centres();
+    const auto plane_table = layout.plane_table();
+    const auto sv = rs::subset_views(layout, 0, rs::dmi_num_subsets);
+    const auto av = rs::subset_views(layout, 0, 1);
+    const std::vector<std::int32_t> sv32(sv.begin(), sv.end()),
+        av32(av.begin(), av.end());
+    detectors =
+        gpu::make_device_buffer(rp::span<const float>(table.data(), table.size()), p.s);
+    planes = gpu::make_device_buffer(
+        rp::span<const std::int32_t>(plane_table.data(), plane_table.size()), p.s);
+    subset_views = gpu::make_device_buffer(
+        rp::span<const std::int32_t>(sv32.data(), sv32.size()), p.s);
+    all_views = gpu::make_device_buffer(
+        rp::span<const std::int32_t>(av32.data(), av32.size()), p.s);
+    const auto geometry = layout.geometry(planes.data());
+    subset_sino = rs::make_sinogram_source<float>(
+        detectors.data(), table.size() / 3, geometry, subset_views.data(),
+        int(sv32.size()), 0, layout.num_planes());
+    full_sino = rs::make_sinogram_source<float>(detectors.data(), table.size() / 3,
+                                                geometry, all_views.data(),
+                                                int(av32.size()), 0, layout.num_planes());
+    // Explicit detector pairs of dmi-subset, in the same order.
+    const auto host_geometry = layout.geometry(plane_table.data());
+    std::vector<std::int32_t> pairs;
+    pairs.reserve(2 * subset_sino.count);
+    for (int plane = 0; plane < layout.num_planes(); ++plane)
+      for (int view : sv)
+        for (int radial = 0; radial < layout.num_radial; ++radial) {
+          int da, db;
+          host_geometry.detector_pair(plane, view, radial, da, db);
+          pairs.push_back(da);
+          pairs.push_back(db);
+        }
+    subset_pairs = gpu::make_device_buffer(
+        rp::span<const std::int32_t>(pairs.data(), pairs.size()), p.s);
+    subset_indexed = rp::detector_pairs<float>(detectors.data(), table.size() / 3,
+                                               subset_pairs.data(), subset_sino.count);
+    p.s.synchronize();
+  }
+};
+
 // Created lazily by the first benchmark that needs them, released at the
 // end of main (before the CUDA runtime shuts down).
+std::unique_ptr<detector_problem> g_detectors;
 std::unique_ptr<subset_problem> g_subset;
 std::unique_ptr<pinned_subset> g_pinned;
 std::unique_ptr<full_problem> g_full;
@@ -209,6 +264,11 @@ subset_problem &subset() {
   if (!g_subset)
     g_subset = std::make_unique<subset_problem>();
   return *g_subset;
+}
+detector_problem &detectors() {
+  if (!g_detectors)
+    g_detectors = std::make_unique<detector_problem>(subset());
+  return *g_detectors;
 }
 pinned_subset &pinned() {
   if (!g_pinned)
@@ -234,6 +294,7 @@ void release_problems() noexcept {
   } catch (...) {
   }
   g_streamers.clear();
+  g_detectors.reset();
   g_full.reset();
   g_pinned.reset();
   g_subset.reset();
@@ -356,6 +417,42 @@ void bm_full_back(benchmark::State &state, gpu::launch_options opt) {
         state, p.s, [&] { p.back_image.zero(p.s); },
         [&] { gpu::back<float>(p.back_image.view(), lors, f.ones.cspan(), opt, p.s); });
     set_counters(state, lors.count);
+  });
+}
+
+/// Forward and back over a LOR source derived on the device (issue 5):
+/// `which` 0 = dmi-subset sinogram description, 1 = dmi-subset detector
+/// pairs, 2 = dmi-full sinogram description. Counter "bytes_per_lor": LOR
+/// bytes read from memory per LOR (0 for descriptions, 8 for pairs).
+template <class Source>
+void bm_source(benchmark::State &state, const Source &lors, rp::span<float> out,
+               rp::span<const float> ones, bool back, gpu::launch_options opt,
+               double bytes_per_lor) {
+  subset_problem &p = subset();
+  if (back)
+    rb::time_on_stream(
+        state, p.s, [&] { p.back_image.zero(p.s); },
+        [&] { gpu::back<float>(p.back_image.view(), lors, ones, opt, p.s); });
+  else
+    rb::time_on_stream(
+        state, p.s, [&] { gpu::forward<float>(p.image.cview(), lors, out, opt, p.s); });
+  set_counters(state, lors.count);
+  state.counters["bytes_per_lor"] = bytes_per_lor;
+}
+
+void bm_derived(benchmark::State &state, int which, bool back) {
+  guarded(state, [&] {
+    subset_problem &p = subset();
+    detector_problem &d = detectors();
+    gpu::launch_options opt;
+    opt.rows = 1296; // [plane][view][radial]: lanes along planes
+    if (which == 0)
+      bm_source(state, d.subset_sino, p.out.span(), p.ones.cspan(), back, opt, 0.0);
+    else if (which == 1)
+      bm_source(state, d.subset_indexed, p.out.span(), p.ones.cspan(), back, opt, 8.0);
+    else
+      bm_source(state, d.full_sino, full().out.span(), full().ones.cspan(), back, opt,
+                0.0);
   });
 }
 
@@ -537,6 +634,17 @@ void register_all() {
     configure(RegisterBenchmark("gpu/dmi-full/back/rows", bm_full_back, rows));
   }
   configure(RegisterBenchmark("gpu/dmi-full/back", bm_full_back, automatic));
+  // LORs derived on the device (sinogram descriptions, detector pairs).
+  configure(
+      RegisterBenchmark("gpu/dmi-subset/forward/sinogram-source", bm_derived, 0, false));
+  configure(
+      RegisterBenchmark("gpu/dmi-subset/back/sinogram-source", bm_derived, 0, true));
+  configure(
+      RegisterBenchmark("gpu/dmi-subset/forward/detector-pairs", bm_derived, 1, false));
+  configure(RegisterBenchmark("gpu/dmi-subset/back/detector-pairs", bm_derived, 1, true));
+  configure(
+      RegisterBenchmark("gpu/dmi-full/forward/sinogram-source", bm_derived, 2, false));
+  configure(RegisterBenchmark("gpu/dmi-full/back/sinogram-source", bm_derived, 2, true));
 
   const std::size_t subset_chunks[] = {1000, 10000, 100000, 1000000};
   const std::size_t chunk_1e7 = 10000000;

@@ -15,6 +15,8 @@
 #include "resproj/cpu/tof_projector.hpp"
 #include "resproj/math/joseph.hpp"
 #include "resproj/scanner/dmi.hpp"
+#include "resproj/scanner/listmode.hpp"
+#include "resproj/scanner/sinogram_source.hpp"
 
 #if defined(__CUDACC__)
 #include "resproj/gpu/gpu.cuh"

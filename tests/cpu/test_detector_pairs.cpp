@@ -98,3 +98,45 @@ TEST(DetectorPairs, RejectsMissingTableOrPairs) {
 }
 
 } // namespace
+
+namespace {
+
+// A sinogram subset derived in the projector equals its explicit LORs.
+TEST(SinogramSource, SameValuesAsEndPoints) {
+  namespace rs = resproj::scanner;
+  const auto scanner = rs::small_test_scanner();
+  const auto layout = rs::span1_sinogram(scanner, 3);
+  const auto planes = layout.plane_table();
+  const auto detectors = scanner.detector_centres();
+  const std::vector<int> views = rs::subset_views(layout, 1, 4);
+  const std::vector<std::int32_t> views32(views.begin(), views.end());
+  const auto source = rs::make_sinogram_source<float>(
+      detectors.data(), detectors.size() / 3, layout.geometry(planes.data()),
+      views32.data(), int(views32.size()), 0, layout.num_planes());
+  std::vector<float> starts, ends;
+  rs::sinogram_lors(scanner, layout, views, starts, ends);
+  ASSERT_EQ(source.count, starts.size() / 3);
+
+  const auto g = rp::image_geometry::centred({30, 30, 12}, {3.0, 3.0, 2.0});
+  const auto image = ramp<float>(std::size_t(g.num_voxels()), 0.21);
+  const rp::image_view<const float> x(image.data(), g);
+  const std::size_t n = source.count;
+  std::vector<float> a(n), b(n);
+  rp::cpu::forward<float>(x, rp::lor_view<const float>(starts.data(), ends.data(), n),
+                          rp::span<float>(a.data(), n));
+  rp::cpu::forward<float>(x, source, rp::span<float>(b.data(), n));
+  EXPECT_EQ(a, b);
+  // A subview is the same slice of the values.
+  std::vector<float> c(100);
+  rp::cpu::forward<float>(x, source.subview(n - 100, 100),
+                          rp::span<float>(c.data(), 100));
+  EXPECT_TRUE(std::equal(c.begin(), c.end(), a.end() - 100));
+  // Too many LORs for the subset are rejected.
+  auto bad = source;
+  bad.count += 1;
+  std::vector<float> d(n + 1);
+  EXPECT_THROW(rp::cpu::forward<float>(x, bad, rp::span<float>(d.data(), n + 1)),
+               rp::invalid_argument);
+}
+
+} // namespace

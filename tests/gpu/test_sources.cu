@@ -119,3 +119,68 @@ TEST_F(gpu_test, detector_pairs_in_host_memory_are_rejected) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(gpu_test, sinogram_source_equals_end_points) {
+  namespace rs = resproj::scanner;
+  const auto scanner = rs::small_test_scanner();
+  const auto layout = rs::span1_sinogram(scanner, 3);
+  const auto planes = layout.plane_table();
+  const auto detectors = scanner.detector_centres();
+  const std::vector<int> views = rs::subset_views(layout, 2, 4);
+  const std::vector<std::int32_t> views32(views.begin(), views.end());
+  std::vector<float> starts, ends;
+  rs::sinogram_lors(scanner, layout, views, starts, ends);
+  const std::size_t n = starts.size() / 3;
+
+  const auto g = rp::image_geometry::centred({30, 30, 12}, {3.0, 3.0, 2.0});
+  std::vector<float> image(std::size_t(g.num_voxels()));
+  for (std::size_t i = 0; i < image.size(); ++i)
+    image[i] = 0.25f + float((i * 53) % 97) / 97.f;
+  gpu::stream s;
+  gpu::device_image<float> d_img(g, s);
+  d_img.upload(rp::span<const float>(image.data(), image.size()), s);
+  auto d_starts =
+      gpu::make_device_buffer(rp::span<const float>(starts.data(), starts.size()), s);
+  auto d_ends =
+      gpu::make_device_buffer(rp::span<const float>(ends.data(), ends.size()), s);
+  auto d_det = gpu::make_device_buffer(
+      rp::span<const float>(detectors.data(), detectors.size()), s);
+  auto d_planes = gpu::make_device_buffer(
+      rp::span<const std::int32_t>(planes.data(), planes.size()), s);
+  auto d_views = gpu::make_device_buffer(
+      rp::span<const std::int32_t>(views32.data(), views32.size()), s);
+  const auto source = rs::make_sinogram_source<float>(
+      d_det.data(), detectors.size() / 3, layout.geometry(d_planes.data()),
+      d_views.data(), int(views32.size()), 0, layout.num_planes());
+  ASSERT_EQ(source.count, n);
+
+  gpu::device_buffer<float> a(n, s), b(n, s), c(n, s);
+  gpu::forward<float>(d_img, rp::lor_view<const float>(d_starts.data(), d_ends.data(), n),
+                      a.span(), s);
+  gpu::forward<float>(d_img, source, b.span(), s);
+  gpu::launch_options rows;
+  rows.rows = std::size_t(layout.num_planes()); // lanes along planes
+  gpu::forward<float>(d_img, source, c.span(), rows, s);
+  const auto va = download(a, s), vb = download(b, s), vc = download(c, s);
+  EXPECT_EQ(va, vb);
+  double diff = 0, norm = 0; // rows may change the lane count: rounding only
+  for (std::size_t i = 0; i < n; ++i) {
+    diff += double(vc[i] - va[i]) * (vc[i] - va[i]);
+    norm += double(va[i]) * va[i];
+  }
+  EXPECT_LT(std::sqrt(diff / norm), 1e-6);
+
+  // A host view list behind a device call is rejected.
+  auto host_views = source;
+  host_views.views = views32.data();
+  try {
+    gpu::forward<float>(d_img, host_views, b.span(), s);
+    ADD_FAILURE() << "no exception";
+  } catch (const rp::invalid_argument &e) {
+    EXPECT_EQ(e.argument(), "lors.views");
+  }
+}
+
+} // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
@@ -23,6 +24,7 @@ RESPROJ_NAMESPACE_BEGIN
 /// LOR are stored or moved. Indices are not checked per LOR by the
 /// projectors (validate them once, e.g. scanner::validate_events).
 template <class T> struct detector_pairs {
+  using value_type = T;
   const T *detectors = nullptr;
   std::size_t num_detectors = 0;
   const std::int32_t *pairs = nullptr;
@@ -47,59 +49,41 @@ template <class T> struct detector_pairs {
                                               std::size_t n) const noexcept {
     return detector_pairs(detectors, num_detectors, pairs + 2 * first, n);
   }
+
+  // LOR-source interface (see lor_view).
+  detector_pairs normalized() const noexcept { return *this; }
+  /// @throws invalid_argument naming "<name>.detectors" / "<name>.pairs".
+  void check(const char *name) const {
+    if (count == 0)
+      return;
+    if (detectors == nullptr || num_detectors == 0)
+      detail::throw_invalid(std::string(name) + ".detectors", "empty detector table");
+    if (pairs == nullptr)
+      detail::throw_invalid(std::string(name) + ".pairs",
+                            "null pointer with count " + std::to_string(count));
+  }
+  template <class F> void for_each_region(F &&f) const {
+    f(static_cast<const void *>(detectors), "lors.detectors");
+    f(static_cast<const void *>(pairs), "lors.pairs");
+  }
 };
 
 static_assert(std::is_trivially_copyable_v<detector_pairs<float>>);
 
 namespace detail {
 
-/// The projectors' value type T for a source type, and whether it is one.
-template <class S> struct lor_source_traits { static constexpr bool is_source = false; };
-template <class T> struct lor_source_traits<lor_view<T>> {
-  static constexpr bool is_source = true;
-  using value_type = std::remove_const_t<T>;
-  using normalized = lor_view<const value_type>;
-};
-template <class T> struct lor_source_traits<detector_pairs<T>> {
-  static constexpr bool is_source = true;
-  using value_type = T;
-  using normalized = detector_pairs<T>;
-};
+template <class S, class = void> struct is_lor_source : std::false_type {};
+/// A LOR source: `value_type`, `count`, `load(i, a, b)` (host and device),
+/// and the host-side `normalized()`, `check(name)`, `for_each_region(f)`.
+template <class S>
+struct is_lor_source<S, std::void_t<typename S::value_type, decltype(S::count),
+                                    decltype(std::declval<const S &>().normalized())>>
+    : std::true_type {};
 
 /// Enables a projector overload for sources whose value type is T.
 template <class S, class T>
-using if_lor_source_of =
-    std::enable_if_t<lor_source_traits<S>::is_source &&
-                     std::is_same_v<typename lor_source_traits<S>::value_type, T>>;
-
-/// The source as the kernels take it (`lor_view<T>` -> `lor_view<const T>`).
-template <class S>
-typename lor_source_traits<S>::normalized normalize_source(const S &s) {
-  return typename lor_source_traits<S>::normalized(s);
-}
-
-/// Checks the non-per-LOR fields of a detector-pair source.
-/// @throws invalid_argument naming "lors.detectors" / "lors.pairs".
-template <class T> void check_lors(const detector_pairs<T> &lors, const char *name) {
-  if (lors.count == 0)
-    return;
-  if (lors.detectors == nullptr || lors.num_detectors == 0)
-    throw_invalid(std::string(name) + ".detectors", "empty detector table");
-  if (lors.pairs == nullptr)
-    throw_invalid(std::string(name) + ".pairs",
-                  "null pointer with count " + std::to_string(lors.count));
-}
-
-/// Calls `f(pointer, name)` for every memory region a source reads (for
-/// the GPU backend's device-pointer checks).
-template <class T, class F> void for_each_region(const lor_view<T> &lors, F &&f) {
-  f(static_cast<const void *>(lors.starts), "lors.starts");
-  f(static_cast<const void *>(lors.ends), "lors.ends");
-}
-template <class T, class F> void for_each_region(const detector_pairs<T> &lors, F &&f) {
-  f(static_cast<const void *>(lors.detectors), "lors.detectors");
-  f(static_cast<const void *>(lors.pairs), "lors.pairs");
-}
+using if_lor_source_of = std::enable_if_t<is_lor_source<S>::value &&
+                                          std::is_same_v<typename S::value_type, T>>;
 
 } // namespace detail
 

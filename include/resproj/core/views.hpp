@@ -39,6 +39,7 @@ template <class T> struct image_view {
 /// length unit; axis k of a point is image axis k.
 /// `lor_view<const T>` is constructible from `lor_view<T>`.
 template <class T> struct lor_view {
+  using value_type = std::remove_const_t<T>;
   T *starts = nullptr;
   T *ends = nullptr;
   std::size_t count = 0;
@@ -63,6 +64,19 @@ template <class T> struct lor_view {
   /// LORs `[first, first + n)` of this view (unchecked).
   RESPROJ_HD constexpr lor_view subview(std::size_t first, std::size_t n) const noexcept {
     return lor_view(starts + 3 * first, ends + 3 * first, n);
+  }
+
+  // The LOR-source interface shared with detector_pairs and sinogram
+  // sources (host only): the form the kernels take, the host-side checks,
+  // and the memory regions the source reads.
+  lor_view<const value_type> normalized() const noexcept {
+    return lor_view<const value_type>(starts, ends, count);
+  }
+  /// @throws invalid_argument for null pointers with a non-zero count.
+  void check(const char *name) const;
+  template <class F> void for_each_region(F &&f) const {
+    f(static_cast<const void *>(starts), "lors.starts");
+    f(static_cast<const void *>(ends), "lors.ends");
   }
 };
 
@@ -101,5 +115,9 @@ void check_span(const span<T> &s, std::size_t needed, const char *name) {
 }
 
 } // namespace detail
+
+template <class T> void lor_view<T>::check(const char *name) const {
+  detail::check_lors(*this, name);
+}
 
 RESPROJ_NAMESPACE_END

@@ -143,9 +143,9 @@ template <class T, class Lors> struct back_lor_body {
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void forward(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
              span<T> out, const options &opt = {}) {
-  const auto lors = resproj::detail::normalize_source(lors_in);
+  const auto lors = lors_in.normalized();
   resproj::detail::check_image(image, "image");
-  resproj::detail::check_lors(lors, "lors");
+  lors.check("lors");
   resproj::detail::check_span(out, lors.count, "out");
   const auto grid = math::image_grid<T>::from(image.geometry);
   const auto n = static_cast<std::int64_t>(lors.count);
@@ -175,9 +175,9 @@ void forward(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void back(image_view<T> image, const Lors &lors_in,
           span<const detail::identity_t<T>> values, const options &opt = {}) {
-  const auto lors = resproj::detail::normalize_source(lors_in);
+  const auto lors = lors_in.normalized();
   resproj::detail::check_image(image, "image");
-  resproj::detail::check_lors(lors, "lors");
+  lors.check("lors");
   resproj::detail::check_span(values, lors.count, "values");
   const auto grid = math::image_grid<T>::from(image.geometry);
   detail::run_back(image.data, image.geometry.num_voxels(),

@@ -34,7 +34,7 @@ template <class I, class Lors, class T>
 void check_tof_common(const image_view<I> &image, const Lors &lors,
                       const tof_params<T> &tof) {
   resproj::detail::check_image(image, "image");
-  resproj::detail::check_lors(lors, "lors");
+  lors.check("lors");
   resproj::detail::check_tof(tof, lors.count);
 }
 
@@ -92,7 +92,7 @@ template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T
 void forward_tof_sino(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
                       const tof_params<detail::identity_t<T>> &tof, span<T> out,
                       const options &opt = {}) {
-  const auto lors = resproj::detail::normalize_source(lors_in);
+  const auto lors = lors_in.normalized();
   detail::check_tof_common(image, lors, tof);
   const std::size_t nb = std::size_t(tof.num_bins);
   resproj::detail::check_span(out, lors.count * nb, "out");
@@ -128,7 +128,7 @@ template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T
 void back_tof_sino(image_view<T> image, const Lors &lors_in,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, const options &opt = {}) {
-  const auto lors = resproj::detail::normalize_source(lors_in);
+  const auto lors = lors_in.normalized();
   detail::check_tof_common(image, lors, tof);
   resproj::detail::check_span(values, lors.count * std::size_t(tof.num_bins), "values");
   const detail::back_sino_lor<T, decltype(lors)> body{
@@ -154,7 +154,7 @@ void forward_tof_lm(image_view<const detail::identity_t<T>> image, const Lors &l
                     span<const std::int16_t> bins,
                     const tof_params<detail::identity_t<T>> &tof, span<T> out,
                     const options &opt = {}) {
-  const auto lors = resproj::detail::normalize_source(lors_in);
+  const auto lors = lors_in.normalized();
   detail::check_tof_common(image, lors, tof);
   detail::check_lm_bins(tof);
   resproj::detail::check_span(bins, lors.count, "bins");
@@ -193,7 +193,7 @@ template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T
 void back_tof_lm(image_view<T> image, const Lors &lors_in, span<const std::int16_t> bins,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, const options &opt = {}) {
-  const auto lors = resproj::detail::normalize_source(lors_in);
+  const auto lors = lors_in.normalized();
   detail::check_tof_common(image, lors, tof);
   detail::check_lm_bins(tof);
   resproj::detail::check_span(bins, lors.count, "bins");

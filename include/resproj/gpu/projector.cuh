@@ -39,7 +39,7 @@ void check_projection(const device_image_view<const T> &image, const Lors &lors,
   require_explicit_stream(s, "stream");
   if (image.data == nullptr)
     resproj::detail::throw_invalid("image.data", "null pointer");
-  resproj::detail::check_lors(lors, "lors");
+  lors.check("lors");
   if (data_size < lors.count)
     resproj::detail::throw_invalid(data_name,
                                    "too small: holds " + std::to_string(data_size) +
@@ -53,7 +53,7 @@ void check_projection(const device_image_view<const T> &image, const Lors &lors,
   require_device_pointer(image.data, image.device, "image.data");
   if (lors.count == 0)
     return;
-  resproj::detail::for_each_region(lors, [&](const void *p, const char *name) {
+  lors.for_each_region([&](const void *p, const char *name) {
     require_device_pointer(p, image.device, name);
   });
   require_device_pointer(data, image.device, data_name);
@@ -145,7 +145,7 @@ void launch_per_lor(const device_image_view<const T> &image, std::size_t count, 
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void forward(device_image_view<const detail::identity_t<T>> image, const Lors &lors,
              span<T> out, const launch_options &opt, stream_ref s) {
-  const auto src = resproj::detail::normalize_source(lors);
+  const auto src = lors.normalized();
   detail::check_projection<T>(image, src, out.data(), out.size(), "out", opt, s);
   if (src.count == 0)
     return;
@@ -177,7 +177,7 @@ template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T
 void back(device_image_view<T> image, const Lors &lors,
           span<const detail::identity_t<T>> values, const launch_options &opt,
           stream_ref s) {
-  const auto src = resproj::detail::normalize_source(lors);
+  const auto src = lors.normalized();
   const device_image_view<const T> cimage(image);
   detail::check_projection<T>(cimage, src, values.data(), values.size(), "values", opt,
                               s);

@@ -45,7 +45,7 @@ void check_tof_projection(const device_image_view<const T> &image, const Lors &l
   require_explicit_stream(s, "stream");
   if (image.data == nullptr)
     resproj::detail::throw_invalid("image.data", "null pointer");
-  resproj::detail::check_lors(lors, "lors");
+  lors.check("lors");
   resproj::detail::check_tof(tof, lors.count);
   if (with_bins) {
     if (tof.num_bins > 32767)
@@ -74,7 +74,7 @@ void check_tof_projection(const device_image_view<const T> &image, const Lors &l
   require_device_pointer(image.data, image.device, "image.data");
   if (lors.count == 0)
     return;
-  resproj::detail::for_each_region(lors, [&](const void *p, const char *name) {
+  lors.for_each_region([&](const void *p, const char *name) {
     require_device_pointer(p, image.device, name);
   });
   if (!tof.sigmas.empty())
@@ -146,7 +146,7 @@ template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T
 void forward_tof_sino(device_image_view<const detail::identity_t<T>> image,
                       const Lors &lors, const tof_params<detail::identity_t<T>> &tof,
                       span<T> out, const launch_options &opt, stream_ref s) {
-  const auto src = resproj::detail::normalize_source(lors);
+  const auto src = lors.normalized();
   const std::size_t needed = src.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
   detail::check_tof_projection<T>(image, src, tof, nullptr, 0, false, out.data(),
                                   out.size(), needed, "out", opt, s);
@@ -176,7 +176,7 @@ void back_tof_sino(device_image_view<T> image, const Lors &lors,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, const launch_options &opt,
                    stream_ref s) {
-  const auto src = resproj::detail::normalize_source(lors);
+  const auto src = lors.normalized();
   const device_image_view<const T> cimage(image);
   const std::size_t needed = src.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
   detail::check_tof_projection<T>(cimage, src, tof, nullptr, 0, false, values.data(),
@@ -224,7 +224,7 @@ void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
                     const Lors &lors, span<const std::int16_t> bins,
                     const tof_params<detail::identity_t<T>> &tof, span<T> out,
                     const launch_options &opt, stream_ref s) {
-  const auto src = resproj::detail::normalize_source(lors);
+  const auto src = lors.normalized();
   detail::check_tof_projection<T>(image, src, tof, bins.data(), bins.size(), true,
                                   out.data(), out.size(), src.count, "out", opt, s);
   if (src.count == 0)
@@ -253,7 +253,7 @@ void back_tof_lm(device_image_view<T> image, const Lors &lors,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, const launch_options &opt,
                  stream_ref s) {
-  const auto src = resproj::detail::normalize_source(lors);
+  const auto src = lors.normalized();
   const device_image_view<const T> cimage(image);
   detail::check_tof_projection<T>(cimage, src, tof, bins.data(), bins.size(), true,
                                   values.data(), values.size(), src.count, "values", opt,

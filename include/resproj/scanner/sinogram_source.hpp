@@ -1,0 +1,122 @@
+/// @file
+/// @brief `sinogram_source<T>`: the LORs of a sinogram subset, derived in
+/// the projector from the sinogram description and a detector table. No
+/// per-LOR input at all: end points never cross the bus or sit in memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/scanner/sinogram.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace scanner {
+
+/// All LORs of the views `views[0 .. num_views)` over planes
+/// `[first_plane, first_plane + num_planes)` of a span-1 sinogram, in the
+/// memory order `[plane][view][radial]` (radial fastest): LOR i is the
+/// sinogram bin of that position, from detector `da` to detector `db` of
+/// `geometry.detector_pair`. A LOR source: every projector accepts it, and
+/// `launch_options::rows = num_planes` lets GPU lanes take neighbouring
+/// planes. `detectors`, `views` and `geometry.plane_rings` must live where
+/// the projector runs (host for the CPU backend, device for the GPU one).
+/// Trivially copyable.
+template <class T> struct sinogram_source {
+  using value_type = T;
+  const T *detectors = nullptr; ///< xyz per detector (ring-major)
+  std::size_t num_detectors = 0;
+  sinogram_geometry geometry;
+  const std::int32_t *views = nullptr; ///< the subset's views
+  int num_views = 0;
+  int first_plane = 0;
+  int num_planes = 0;
+  std::size_t first = 0; ///< offset of LOR 0 in the subset (for subviews)
+  std::size_t count = 0;
+
+  RESPROJ_HD void load(std::size_t i, T a[3], T b[3]) const noexcept {
+    const std::size_t k = first + i;
+    const std::size_t nr = std::size_t(geometry.num_radial);
+    const int radial = int(k % nr);
+    const std::size_t pv = k / nr;
+    const int view = views[pv % std::size_t(num_views)];
+    const int plane = first_plane + int(pv / std::size_t(num_views));
+    int da, db;
+    geometry.detector_pair(plane, view, radial, da, db);
+    for (int c = 0; c < 3; ++c) {
+      a[c] = detectors[3 * std::size_t(da) + std::size_t(c)];
+      b[c] = detectors[3 * std::size_t(db) + std::size_t(c)];
+    }
+  }
+  /// LORs `[first_lor, first_lor + n)` of this source (unchecked).
+  RESPROJ_HD sinogram_source subview(std::size_t first_lor,
+                                     std::size_t n) const noexcept {
+    sinogram_source r = *this;
+    r.first = first + first_lor;
+    r.count = n;
+    return r;
+  }
+
+  // LOR-source interface (see lor_view).
+  sinogram_source normalized() const noexcept { return *this; }
+  /// @throws invalid_argument naming "<name>.detectors", ".views",
+  ///         ".geometry", ".count" for missing tables or a count beyond the
+  ///         subset.
+  void check(const char *name) const {
+    if (count == 0)
+      return;
+    const std::string n(name);
+    if (detectors == nullptr ||
+        num_detectors <
+            std::size_t(geometry.num_rings) * std::size_t(geometry.crystals_per_ring))
+      resproj::detail::throw_invalid(n + ".detectors", "missing or smaller than the scanner");
+    if (views == nullptr || num_views <= 0)
+      resproj::detail::throw_invalid(n + ".views", "no views");
+    if (geometry.plane_rings == nullptr || geometry.num_radial <= 0)
+      resproj::detail::throw_invalid(n + ".geometry", "no plane table or no radial bins");
+    if (first_plane < 0 || num_planes < 0 ||
+        first_plane + num_planes > geometry.num_planes)
+      resproj::detail::throw_invalid(n + ".num_planes", "planes outside the sinogram");
+    const std::size_t total = std::size_t(num_planes) * std::size_t(num_views) *
+                              std::size_t(geometry.num_radial);
+    if (first + count > total)
+      resproj::detail::throw_invalid(n + ".count", std::to_string(first + count) +
+                                              " LORs beyond the subset's " +
+                                              std::to_string(total));
+  }
+  template <class F> void for_each_region(F &&f) const {
+    f(static_cast<const void *>(detectors), "lors.detectors");
+    f(static_cast<const void *>(views), "lors.views");
+    f(static_cast<const void *>(geometry.plane_rings), "lors.geometry.plane_rings");
+  }
+};
+
+static_assert(std::is_trivially_copyable_v<sinogram_source<float>>);
+
+/// The LORs of `views` over planes `[first_plane, first_plane + num_planes)`.
+/// Checks the host-visible sizes; pointers may be device memory.
+/// @throws invalid_argument as `sinogram_source::check`.
+template <class T>
+sinogram_source<T> make_sinogram_source(const T *detectors, std::size_t num_detectors,
+                                        const sinogram_geometry &geometry,
+                                        const std::int32_t *views, int num_views,
+                                        int first_plane, int num_planes) {
+  sinogram_source<T> s;
+  s.detectors = detectors;
+  s.num_detectors = num_detectors;
+  s.geometry = geometry;
+  s.views = views;
+  s.num_views = num_views;
+  s.first_plane = first_plane;
+  s.num_planes = num_planes;
+  s.count = std::size_t(num_planes) * std::size_t(num_views) *
+            std::size_t(geometry.num_radial > 0 ? geometry.num_radial : 0);
+  s.check("lors");
+  return s;
+}
+
+} // namespace scanner
+RESPROJ_NAMESPACE_END
