@@ -59,6 +59,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
 #include "common/phantom.hpp"
 #include "resproj/gpu/gpu.cuh"
@@ -121,32 +122,6 @@ struct pinned_subset {
   }
 };
 
-/// Runs f(first, n) for [0, total) split into contiguous ranges over the
-/// host's hardware threads; rethrows the first exception.
-template <class F> void parallel_ranges(std::size_t total, F &&f) {
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t workers = std::min<std::size_t>(hw, std::max<std::size_t>(total, 1));
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(workers);
-  for (std::size_t w = 0; w < workers; ++w) {
-    const std::size_t first = total * w / workers;
-    const std::size_t last = total * (w + 1) / workers;
-    threads.emplace_back([&, w, first, last] {
-      try {
-        if (last > first)
-          f(first, last - first);
-      } catch (...) {
-        errors[w] = std::current_exception();
-      }
-    });
-  }
-  for (auto &t : threads)
-    t.join();
-  for (auto &e : errors)
-    if (e)
-      std::rethrow_exception(e);
-}
-
 /// dmi-full LORs (146,292,480), resident. Generated on the host block of
 /// planes by block (in parallel over planes) into pinned staging and
 /// uploaded into one device buffer, so no 3.5 GB host copy is ever held.
@@ -173,7 +148,7 @@ struct full_problem {
     gpu::pinned_buffer<float> h_starts(block_values), h_ends(block_values);
     for (int first = 0; first < layout.num_planes(); first += block_planes) {
       const int planes = std::min(block_planes, layout.num_planes() - first);
-      parallel_ranges(std::size_t(planes), [&](std::size_t p0, std::size_t np) {
+      rb::parallel_ranges(std::size_t(planes), [&](std::size_t p0, std::size_t np) {
         const std::size_t offset = 3 * per_plane * p0;
         const std::size_t values = 3 * per_plane * np;
         rs::sinogram_lors(scanner, layout, views, first + int(p0), int(np),
@@ -302,18 +277,6 @@ void release_problems() noexcept {
 
 // ------------------------------------------------------------- helpers --
 
-/// Runs `f`, turning an exception into a benchmark error (the run is
-/// reported as failed instead of terminating the program).
-template <class F> void guarded(benchmark::State &state, F &&f) {
-  try {
-    f();
-  } catch (const std::exception &e) {
-    state.SkipWithError(e.what());
-  } catch (...) {
-    state.SkipWithError("unknown exception");
-  }
-}
-
 std::size_t num_calls(std::size_t count, std::size_t chunk) {
   return (count + chunk - 1) / chunk;
 }
@@ -366,7 +329,7 @@ struct graph_holder {
 // ---------------------------------------------------------- benchmarks --
 
 void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     const auto lors = p.lors();
     rb::time_on_stream(state, p.s, [&] {
@@ -384,7 +347,7 @@ void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
 }
 
 void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     const auto lors = p.lors();
     rb::time_on_stream(
@@ -397,7 +360,7 @@ void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
 }
 
 void bm_full_forward(benchmark::State &state, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     full_problem &f = full();
     const auto lors = f.lors();
@@ -409,7 +372,7 @@ void bm_full_forward(benchmark::State &state, gpu::launch_options opt) {
 }
 
 void bm_full_back(benchmark::State &state, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     full_problem &f = full();
     const auto lors = f.lors();
@@ -441,7 +404,7 @@ void bm_source(benchmark::State &state, const Source &lors, rp::span<float> out,
 }
 
 void bm_derived(benchmark::State &state, int which, bool back) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     detector_problem &d = detectors();
     gpu::launch_options opt;
@@ -461,7 +424,7 @@ void bm_derived(benchmark::State &state, int which, bool back) {
 /// larger than dmi-subset).
 void bm_chunks_resident(benchmark::State &state, std::size_t chunk,
                         gpu::launch_options opt, bool use_full) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     const auto lors = use_full ? full().lors() : p.lors();
     const rp::span<float> out = use_full ? full().out.span() : p.out.span();
@@ -487,7 +450,7 @@ void bm_chunks_resident(benchmark::State &state, std::size_t chunk,
 
 /// (a) as a CUDA graph: the chunk loop captured once, the replay timed.
 void bm_chunks_graph(benchmark::State &state, std::size_t chunk) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     const auto lors = p.lors();
     graph_holder g;
@@ -513,7 +476,7 @@ void bm_chunks_graph(benchmark::State &state, std::size_t chunk) {
 /// (b) host LORs through one host-blocking lor_streamer call over the whole
 /// subset, max_chunk = chunk.
 void bm_chunks_streamer(benchmark::State &state, std::size_t chunk, bool use_pinned) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     gpu::lor_streamer<float> &st = streamer(chunk); // max_chunk = chunk, 3 slots
     rp::lor_view<const float> host_lors = p.host_lors.view();
@@ -534,7 +497,7 @@ void bm_chunks_streamer(benchmark::State &state, std::size_t chunk, bool use_pin
 /// synchronise. At most `max_calls` chunks per iteration (the first ones of
 /// dmi-subset): each call costs milliseconds.
 void bm_chunks_naive(benchmark::State &state, std::size_t chunk, std::size_t max_calls) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     subset_problem &p = subset();
     const std::size_t total = p.count();
     const std::size_t calls = std::min(num_calls(total, chunk), max_calls);
@@ -614,70 +577,70 @@ std::string chunk_label(std::size_t chunk) {
 /// minimum time per repetition (0.1 s) come from default flags (see main),
 /// so that they do not become part of the benchmark names; a repetition of
 /// a call longer than 0.1 s (dmi-full) is one timed iteration.
-template <class B> B *configure(B *b) {
-  b->UseManualTime()->Unit(benchmark::kMicrosecond)->ReportAggregatesOnly(true);
-  return b;
-}
 
 void register_all() {
   using benchmark::RegisterBenchmark;
   const gpu::launch_options automatic{};
 
-  configure(RegisterBenchmark(k_subset_forward.c_str(), bm_subset_forward, automatic));
-  configure(RegisterBenchmark("gpu/dmi-subset/back", bm_subset_back, automatic));
+  rb::configure(
+      RegisterBenchmark(k_subset_forward.c_str(), bm_subset_forward, automatic));
+  rb::configure(RegisterBenchmark("gpu/dmi-subset/back", bm_subset_back, automatic));
   // dmi-full: 70-800 ms per call: one timed iteration per repetition.
-  configure(RegisterBenchmark("gpu/dmi-full/forward", bm_full_forward, automatic));
+  rb::configure(RegisterBenchmark("gpu/dmi-full/forward", bm_full_forward, automatic));
   {
     gpu::launch_options rows;
     rows.rows = 1296; // [plane][view][radial]: lanes along planes
-    configure(RegisterBenchmark("gpu/dmi-full/forward/rows", bm_full_forward, rows));
-    configure(RegisterBenchmark("gpu/dmi-full/back/rows", bm_full_back, rows));
+    rb::configure(RegisterBenchmark("gpu/dmi-full/forward/rows", bm_full_forward, rows));
+    rb::configure(RegisterBenchmark("gpu/dmi-full/back/rows", bm_full_back, rows));
   }
-  configure(RegisterBenchmark("gpu/dmi-full/back", bm_full_back, automatic));
+  rb::configure(RegisterBenchmark("gpu/dmi-full/back", bm_full_back, automatic));
   // LORs derived on the device (sinogram descriptions, detector pairs).
-  configure(
+  rb::configure(
       RegisterBenchmark("gpu/dmi-subset/forward/sinogram-source", bm_derived, 0, false));
-  configure(
+  rb::configure(
       RegisterBenchmark("gpu/dmi-subset/back/sinogram-source", bm_derived, 0, true));
-  configure(
+  rb::configure(
       RegisterBenchmark("gpu/dmi-subset/forward/detector-pairs", bm_derived, 1, false));
-  configure(RegisterBenchmark("gpu/dmi-subset/back/detector-pairs", bm_derived, 1, true));
-  configure(
+  rb::configure(
+      RegisterBenchmark("gpu/dmi-subset/back/detector-pairs", bm_derived, 1, true));
+  rb::configure(
       RegisterBenchmark("gpu/dmi-full/forward/sinogram-source", bm_derived, 2, false));
-  configure(RegisterBenchmark("gpu/dmi-full/back/sinogram-source", bm_derived, 2, true));
+  rb::configure(
+      RegisterBenchmark("gpu/dmi-full/back/sinogram-source", bm_derived, 2, true));
 
   const std::size_t subset_chunks[] = {1000, 10000, 100000, 1000000};
   const std::size_t chunk_1e7 = 10000000;
 
   for (std::size_t c : subset_chunks) {
     const std::string name = "gpu/dmi-chunks/resident/chunk:" + chunk_label(c);
-    configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, automatic, false));
+    rb::configure(
+        RegisterBenchmark(name.c_str(), bm_chunks_resident, c, automatic, false));
     g_chunk_entries.push_back({"resident", chunk_label(c), c, name, ""});
   }
   {
     const std::string name = "gpu/dmi-chunks/resident/chunk:" + chunk_label(chunk_1e7);
-    configure(
+    rb::configure(
         RegisterBenchmark(name.c_str(), bm_chunks_resident, chunk_1e7, automatic, true));
     g_chunk_entries.push_back(
         {"resident", chunk_label(chunk_1e7), chunk_1e7, name, "dmi-full LORs"});
   }
   for (std::size_t c : {std::size_t(1000), std::size_t(10000)}) {
     const std::string name = "gpu/dmi-chunks/resident-graph/chunk:" + chunk_label(c);
-    configure(RegisterBenchmark(name.c_str(), bm_chunks_graph, c));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_graph, c));
     g_chunk_entries.push_back({"resident-graph", chunk_label(c), c, name, ""});
   }
   for (bool use_pinned : {true, false}) {
     const std::string variant = use_pinned ? "streamer-pinned" : "streamer-pageable";
     for (std::size_t c : subset_chunks) {
       const std::string name = "gpu/dmi-chunks/" + variant + "/chunk:" + chunk_label(c);
-      configure(RegisterBenchmark(name.c_str(), bm_chunks_streamer, c, use_pinned));
+      rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_streamer, c, use_pinned));
       g_chunk_entries.push_back({variant, chunk_label(c), c, name, ""});
     }
   }
   constexpr std::size_t naive_max_calls = 32;
   for (std::size_t c : subset_chunks) {
     const std::string name = "gpu/dmi-chunks/naive/chunk:" + chunk_label(c);
-    configure(RegisterBenchmark(name.c_str(), bm_chunks_naive, c, naive_max_calls));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_naive, c, naive_max_calls));
     g_chunk_entries.push_back(
         {"naive", chunk_label(c), c, name,
          "first " + std::to_string(naive_max_calls) + " chunks at most"});
@@ -692,7 +655,7 @@ void register_all() {
       opt.threads_per_lor = g;
       const std::string name =
           "gpu/tpl-sweep/forward/chunk:" + chunk_label(c) + "/tpl:" + tpl_label(g);
-      configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, opt, false));
+      rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, opt, false));
       g_sweep_entries.push_back({"forward", chunk_label(c), tpl_label(g), name});
     }
   }
@@ -701,7 +664,7 @@ void register_all() {
     gpu::launch_options opt;
     opt.check_pointers = false;
     const std::string name = "gpu/dmi-chunks/resident-unchecked/chunk:" + chunk_label(c);
-    configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, opt, false));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, opt, false));
   }
   // Lanes along sinogram planes: the subset is [1296 planes][8 views][415].
   for (int g : {1, 2, 4, 8, 0}) {
@@ -709,33 +672,23 @@ void register_all() {
     opt.threads_per_lor = g;
     opt.rows = 1296;
     std::string name = "gpu/rows-sweep/forward/tpl:" + tpl_label(g);
-    configure(RegisterBenchmark(name.c_str(), bm_subset_forward, opt));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_forward, opt));
     name = "gpu/rows-sweep/back/tpl:" + tpl_label(g);
-    configure(RegisterBenchmark(name.c_str(), bm_subset_back, opt));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_back, opt));
   }
   for (int g : tpls) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
     std::string name = "gpu/tpl-sweep/forward/chunk:all/tpl:" + tpl_label(g);
-    configure(RegisterBenchmark(name.c_str(), bm_subset_forward, opt));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_forward, opt));
     g_sweep_entries.push_back({"forward", "all", tpl_label(g), name});
     name = "gpu/tpl-sweep/back/chunk:all/tpl:" + tpl_label(g);
-    configure(RegisterBenchmark(name.c_str(), bm_subset_back, opt));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_back, opt));
     g_sweep_entries.push_back({"back", "all", tpl_label(g), name});
   }
 }
 
 // ----------------------------------------------------------- reporting --
-
-/// Whether a run failed (error_occurred in Google Benchmark < 1.8, skipped
-/// from 1.8 on).
-template <class R> auto run_failed(const R &r, int) -> decltype(bool(r.error_occurred)) {
-  return r.error_occurred;
-}
-template <class R>
-auto run_failed(const R &r, long) -> decltype(static_cast<int>(r.skipped) != 0) {
-  return static_cast<int>(r.skipped) != 0;
-}
 
 /// Console reporter that also keeps, per run name, the median of each
 /// counter (from the "median" aggregate, or computed over the repetitions
@@ -747,7 +700,7 @@ public:
   void ReportRuns(const std::vector<Run> &runs) override {
     for (const Run &r : runs) {
       const std::string name = r.run_name.str();
-      if (run_failed(r, 0)) {
+      if (rb::run_failed(r, 0)) {
         if (std::find(failed_names_.begin(), failed_names_.end(), name) ==
             failed_names_.end())
           failed_names_.push_back(name);
@@ -1016,37 +969,13 @@ std::string take_flag(int &argc, char **argv, const char *prefix) {
   return value;
 }
 
-bool lists_only(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--benchmark_list_tests" || a == "--benchmark_list_tests=true" ||
-        a == "--benchmark_list_tests=1")
-      return true;
-  }
-  return false;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
   const std::string chunk_csv = take_flag(argc, argv, "--chunk_csv=");
-  const bool list_only = lists_only(argc, argv); // before Initialize eats the flag
+  const bool list_only = rb::lists_only(argc, argv); // before Initialize eats the flag
 
-  // Defaults that the caller's own flags (parsed later) override: 5
-  // repetitions (read the medians), at least 0.1 s of timed iterations per
-  // repetition. Given as flags, they stay out of the benchmark names.
-  std::vector<char *> args;
-  args.push_back(argv[0]);
-  char repetitions[] = "--benchmark_repetitions=5";
-  char min_time[] = "--benchmark_min_time=0.1";
-  args.push_back(repetitions);
-  args.push_back(min_time);
-  for (int i = 1; i < argc; ++i)
-    args.push_back(argv[i]);
-  args.push_back(nullptr);
-  int nargs = int(args.size()) - 1;
-  benchmark::Initialize(&nargs, args.data());
-  if (benchmark::ReportUnrecognizedArguments(nargs, args.data()))
+  if (!rb::initialize_with_defaults(argc, argv))
     return 1;
 
   const int devices = gpu::device_count();

@@ -43,6 +43,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
 #include "common/phantom.hpp"
 #include "resproj/gpu/gpu.cuh"
@@ -70,31 +71,6 @@ rp::tof_params<float> dmi_tof() {
 
 constexpr std::size_t lm_events = 10000000;
 constexpr std::uint64_t lm_seed = 20261129;
-
-/// Runs f(first, n) for [0, total) split over the host's hardware threads.
-template <class F> void parallel_ranges(std::size_t total, F &&f) {
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t workers = std::min<std::size_t>(hw, std::max<std::size_t>(total, 1));
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(workers);
-  for (std::size_t w = 0; w < workers; ++w) {
-    const std::size_t first = total * w / workers;
-    const std::size_t last = total * (w + 1) / workers;
-    threads.emplace_back([&, w, first, last] {
-      try {
-        if (last > first)
-          f(first, last - first);
-      } catch (...) {
-        errors[w] = std::current_exception();
-      }
-    });
-  }
-  for (auto &t : threads)
-    t.join();
-  for (auto &e : errors)
-    if (e)
-      std::rethrow_exception(e);
-}
 
 /// Shared state: image, back image, stream.
 struct base_problem {
@@ -162,7 +138,7 @@ struct lm_problem {
     std::vector<std::int16_t> hb(count);
     constexpr std::size_t block = 65536; // one seeded generator per block
     const std::size_t blocks = (count + block - 1) / block;
-    parallel_ranges(blocks, [&](std::size_t b0, std::size_t nblk) {
+    rb::parallel_ranges(blocks, [&](std::size_t b0, std::size_t nblk) {
       for (std::size_t k = b0; k < b0 + nblk; ++k) {
         std::mt19937_64 rng(lm_seed + 7919 * k);
         std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
@@ -262,16 +238,6 @@ void release_problems() noexcept {
   g_base.reset();
 }
 
-template <class F> void guarded(benchmark::State &state, F &&f) {
-  try {
-    f();
-  } catch (const std::exception &e) {
-    state.SkipWithError(e.what());
-  } catch (...) {
-    state.SkipWithError("unknown exception");
-  }
-}
-
 void set_counters(benchmark::State &state, std::size_t items, int bins_per_item = 0) {
   state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(items));
   if (bins_per_item > 0)
@@ -283,7 +249,7 @@ void set_counters(benchmark::State &state, std::size_t items, int bins_per_item 
 // ---------------------------------------------------------- benchmarks --
 
 void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     base_problem &b = base();
     subset_problem &p = subset();
     const auto tof = dmi_tof();
@@ -298,7 +264,7 @@ void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
 }
 
 void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     base_problem &b = base();
     subset_problem &p = subset();
     const auto tof = dmi_tof();
@@ -315,7 +281,7 @@ void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
 }
 
 void bm_lm_forward(benchmark::State &state, bool sorted, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
     if (sorted)
@@ -334,7 +300,7 @@ void bm_lm_forward(benchmark::State &state, bool sorted, gpu::launch_options opt
 }
 
 void bm_lm_back(benchmark::State &state, bool sorted, gpu::launch_options opt) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
     if (sorted)
@@ -355,7 +321,7 @@ void bm_lm_back(benchmark::State &state, bool sorted, gpu::launch_options opt) {
 }
 
 void bm_reorder(benchmark::State &state, bool order_only) {
-  guarded(state, [&] {
+  rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
     rb::time_on_stream(state, b.s, [&] {
@@ -369,59 +335,46 @@ void bm_reorder(benchmark::State &state, bool order_only) {
   });
 }
 
-template <class B> B *configure(B *b) {
-  b->UseManualTime()->Unit(benchmark::kMicrosecond)->ReportAggregatesOnly(true);
-  return b;
-}
-
 void register_all() {
   using benchmark::RegisterBenchmark;
   const gpu::launch_options automatic{};
   gpu::launch_options rows;
   rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
-  configure(
+  rb::configure(
       RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward, automatic));
-  configure(
+  rb::configure(
       RegisterBenchmark("gpu/dmi-tof-subset/forward/rows", bm_subset_forward, rows));
-  configure(RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic));
-  configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows));
   for (int g : {1, 4}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
     const std::string tpl = "/tpl:" + std::to_string(g);
-    configure(RegisterBenchmark(("gpu/dmi-tof-subset/forward" + tpl).c_str(),
-                                bm_subset_forward, opt));
-    configure(RegisterBenchmark(("gpu/dmi-tof-subset/back" + tpl).c_str(), bm_subset_back,
-                                opt));
+    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/forward" + tpl).c_str(),
+                                    bm_subset_forward, opt));
+    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back" + tpl).c_str(),
+                                    bm_subset_back, opt));
   }
-  configure(RegisterBenchmark("gpu/dmi-tof-lm/forward", bm_lm_forward, false, automatic));
-  configure(RegisterBenchmark("gpu/dmi-tof-lm/back", bm_lm_back, false, automatic));
-  configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false));
-  configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true));
-  configure(
+  rb::configure(
+      RegisterBenchmark("gpu/dmi-tof-lm/forward", bm_lm_forward, false, automatic));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/back", bm_lm_back, false, automatic));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true));
+  rb::configure(
       RegisterBenchmark("gpu/dmi-tof-lm-sorted/forward", bm_lm_forward, true, automatic));
-  configure(RegisterBenchmark("gpu/dmi-tof-lm-sorted/back", bm_lm_back, true, automatic));
+  rb::configure(
+      RegisterBenchmark("gpu/dmi-tof-lm-sorted/back", bm_lm_back, true, automatic));
   for (int g : {1, 2, 8}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
     const std::string tpl = "/tpl:" + std::to_string(g);
-    configure(RegisterBenchmark(("gpu/dmi-tof-lm/forward" + tpl).c_str(), bm_lm_forward,
-                                false, opt));
-    configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/forward" + tpl).c_str(),
-                                bm_lm_forward, true, opt));
-    configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/back" + tpl).c_str(), bm_lm_back,
-                                true, opt));
+    rb::configure(RegisterBenchmark(("gpu/dmi-tof-lm/forward" + tpl).c_str(),
+                                    bm_lm_forward, false, opt));
+    rb::configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/forward" + tpl).c_str(),
+                                    bm_lm_forward, true, opt));
+    rb::configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/back" + tpl).c_str(),
+                                    bm_lm_back, true, opt));
   }
-}
-
-/// Whether a run failed (error_occurred before Google Benchmark 1.8,
-/// skipped from 1.8 on).
-template <class R> auto run_failed(const R &r, int) -> decltype(bool(r.error_occurred)) {
-  return r.error_occurred;
-}
-template <class R>
-auto run_failed(const R &r, long) -> decltype(static_cast<int>(r.skipped) != 0) {
-  return static_cast<int>(r.skipped) != 0;
 }
 
 /// Console reporter that counts failed runs.
@@ -429,7 +382,7 @@ class counting_reporter : public benchmark::ConsoleReporter {
 public:
   void ReportRuns(const std::vector<Run> &runs) override {
     for (const Run &r : runs)
-      if (run_failed(r, 0))
+      if (rb::run_failed(r, 0))
         ++failed_;
     ConsoleReporter::ReportRuns(runs);
   }
@@ -439,32 +392,11 @@ private:
   int failed_ = 0;
 };
 
-bool lists_only(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--benchmark_list_tests" || a == "--benchmark_list_tests=true" ||
-        a == "--benchmark_list_tests=1")
-      return true;
-  }
-  return false;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  const bool list_only = lists_only(argc, argv);
-  std::vector<char *> args;
-  args.push_back(argv[0]);
-  char repetitions[] = "--benchmark_repetitions=5";
-  char min_time[] = "--benchmark_min_time=0.1";
-  args.push_back(repetitions);
-  args.push_back(min_time);
-  for (int i = 1; i < argc; ++i)
-    args.push_back(argv[i]);
-  args.push_back(nullptr);
-  int nargs = int(args.size()) - 1;
-  benchmark::Initialize(&nargs, args.data());
-  if (benchmark::ReportUnrecognizedArguments(nargs, args.data()))
+  const bool list_only = rb::lists_only(argc, argv);
+  if (!rb::initialize_with_defaults(argc, argv))
     return 1;
 
   const int devices = gpu::device_count();
