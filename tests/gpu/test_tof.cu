@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/gpu_test_data.hpp"
 #include "gpu/gpu_test_util.hpp"
 #include "resproj/cpu/tof_projector.hpp"
 #include "resproj/gpu/gpu.cuh"
@@ -26,46 +27,8 @@ namespace gpu = resproj::gpu;
 
 namespace {
 
-/// Random LORs with end points on a sphere enclosing the image box, every
-/// fifth with both end points inside the box.
-template <class T>
-void random_lors(std::size_t n, const rp::image_geometry &g, std::uint32_t seed,
-                 std::vector<T> &starts, std::vector<T> &ends) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal;
-  std::uniform_real_distribution<double> uni(0.0, 1.0);
-  double radius = 0;
-  for (int k = 0; k < 3; ++k)
-    radius += std::pow(g.box_max(k) - g.box_min(k), 2);
-  radius = 0.6 * std::sqrt(radius);
-  starts.resize(3 * n);
-  ends.resize(3 * n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const bool inside = i % 5 == 0;
-    for (T *p : {&starts[3 * i], &ends[3 * i]}) {
-      if (inside) {
-        for (int k = 0; k < 3; ++k)
-          p[k] = T(g.box_min(k) + uni(rng) * (g.box_max(k) - g.box_min(k)));
-      } else {
-        double d[3] = {normal(rng), normal(rng), normal(rng)};
-        const double norm = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        for (int k = 0; k < 3; ++k)
-          p[k] = T(radius * d[k] / norm);
-      }
-    }
-  }
-}
-
-template <class T>
-std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = 0.0,
-                             double hi = 1.0) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> uni(lo, hi);
-  std::vector<T> v(n);
-  for (auto &x : v)
-    x = T(uni(rng));
-  return v;
-}
+using resproj_test_gpu::random_lors;
+using resproj_test_gpu::random_values;
 
 std::vector<std::int16_t> random_bins(std::size_t n, int lo, int hi, std::uint32_t seed) {
   std::mt19937 rng(seed);

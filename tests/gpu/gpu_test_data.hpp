@@ -1,0 +1,56 @@
+/// @file
+/// @brief Random test data shared by the GPU test files (plain C++).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "resproj/core/image_geometry.hpp"
+
+namespace resproj_test_gpu {
+
+/// Random LORs whose end points lie on a sphere enclosing the image box
+/// (radius `outer`), plus some with end points inside the box.
+template <class T>
+void random_lors(std::size_t n, const resproj::image_geometry &g, std::uint32_t seed,
+                 std::vector<T> &starts, std::vector<T> &ends) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uni(0.0, 1.0);
+  double radius = 0;
+  for (int k = 0; k < 3; ++k)
+    radius += std::pow(g.box_max(k) - g.box_min(k), 2);
+  radius = 0.6 * std::sqrt(radius);
+  starts.resize(3 * n);
+  ends.resize(3 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool inside = i % 5 == 0;
+    for (T *p : {&starts[3 * i], &ends[3 * i]}) {
+      if (inside) {
+        for (int k = 0; k < 3; ++k)
+          p[k] = T(g.box_min(k) + uni(rng) * (g.box_max(k) - g.box_min(k)));
+      } else {
+        double d[3] = {normal(rng), normal(rng), normal(rng)};
+        const double norm = std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int k = 0; k < 3; ++k)
+          p[k] = T(radius * d[k] / norm);
+      }
+    }
+  }
+}
+
+/// n values uniform in [lo, hi).
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = 0.0,
+                             double hi = 1.0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uni(lo, hi);
+  std::vector<T> v(n);
+  for (auto &x : v)
+    x = T(uni(rng));
+  return v;
+}
+
+} // namespace resproj_test_gpu
