@@ -1,0 +1,486 @@
+// io::read_nifti / write_nifti: single-file NIfTI-1 round trips (axis mapping
+// NIfTI dim[1] = resproj axis 2), hand-built headers in either byte order,
+// scaling, flipped axes, and strict rejection of truncated, corrupt, lying
+// or oblique headers with the destination left untouched.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "resproj/core/errors.hpp"
+#include "resproj/core/image_geometry.hpp"
+#include "resproj/io/nifti.hpp"
+
+namespace {
+
+namespace io = resproj::io;
+using resproj::image_geometry;
+using resproj::span;
+
+class TempDir {
+public:
+  TempDir() {
+    char tmpl[] = "/tmp/resproj_test_nifti_XXXXXX";
+    const char *d = ::mkdtemp(tmpl);
+    if (!d)
+      throw std::runtime_error("mkdtemp failed");
+    path_ = d;
+  }
+  ~TempDir() {
+    for (const auto &f : files_)
+      ::unlink(f.c_str());
+    ::rmdir(path_.c_str());
+  }
+  std::string file(const std::string &name) {
+    files_.insert(path_ + "/" + name);
+    return path_ + "/" + name;
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+  std::set<std::string> files_;
+};
+
+void write_bytes(const std::string &path, const std::vector<unsigned char> &data) {
+  FILE *f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  if (!data.empty()) {
+    ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+  }
+  std::fclose(f);
+}
+
+std::vector<unsigned char> read_bytes(const std::string &path) {
+  std::vector<unsigned char> v;
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return v;
+  int c;
+  while ((c = std::fgetc(f)) != EOF)
+    v.push_back(static_cast<unsigned char>(c));
+  std::fclose(f);
+  return v;
+}
+
+/// Builds a NIfTI-1 file byte by byte, in little- or big-endian order.
+struct nii_builder {
+  bool big = false;
+  std::vector<unsigned char> b = std::vector<unsigned char>(352, 0);
+
+  template <class U> void put(std::size_t off, U v) {
+    unsigned char t[sizeof(U)];
+    std::memcpy(t, &v, sizeof(U));
+    if (big != (io::host_byte_order() == io::byte_order::big))
+      io::byteswap_elements(t, 1, sizeof(U));
+    if (b.size() < off + sizeof(U))
+      b.resize(off + sizeof(U), 0);
+    std::memcpy(b.data() + off, t, sizeof(U));
+  }
+  void i16(std::size_t off, int v) { put(off, std::int16_t(v)); }
+  void f32(std::size_t off, double v) { put(off, float(v)); }
+
+  /// A valid header for dims (x, y, z) = (nx, ny, nz), datatype code/bitpix,
+  /// sform diag(sx, sy, sz) + (tx, ty, tz).
+  nii_builder(bool big_endian, int nx, int ny, int nz, int code, int bitpix)
+      : big(big_endian) {
+    put(0, std::int32_t(348));
+    i16(40, 3);
+    i16(42, nx);
+    i16(44, ny);
+    i16(46, nz);
+    for (int d = 4; d <= 7; ++d)
+      i16(40 + 2 * d, 1);
+    i16(70, code);
+    i16(72, bitpix);
+    f32(76, 1);
+    f32(80, 1);
+    f32(84, 1);
+    f32(88, 1);
+    f32(108, 352);
+    b[123] = 2;
+    std::memcpy(b.data() + 344, "n+1\0", 4);
+  }
+  void sform(std::array<double, 3> s, std::array<double, 3> t) {
+    i16(254, 1);
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 4; ++c)
+        f32(280 + 16 * r + 4 * c, c == r ? s[r] : c == 3 ? t[r] : 0.0);
+  }
+  template <class S> void data(const std::vector<S> &v) {
+    b.resize(352);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      put(352 + i * sizeof(S), v[i]);
+  }
+};
+
+template <class T> std::vector<T> ramp(std::size_t n) {
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = T(0.25 * double(i) - 3.0);
+  return v;
+}
+
+/// Expects io_error whose message names `path` and contains `part`.
+template <class F>
+void expect_io_error(F &&f, const std::string &path, const std::string &part) {
+  try {
+    f();
+    ADD_FAILURE() << "no io_error (expected \"" << part << "\")";
+  } catch (const resproj::io_error &e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find(part), std::string::npos)
+        << "\"" << what << "\" lacks \"" << part << "\"";
+  } catch (const std::exception &e) {
+    ADD_FAILURE() << "other exception: " << e.what();
+  }
+}
+
+template <class T> void round_trip(const image_geometry &g) {
+  TempDir dir;
+  const std::string path = dir.file("img.nii");
+  const auto data = ramp<T>(std::size_t(g.num_voxels()));
+  io::write_nifti<T>(path, span<const T>(data.data(), data.size()), g);
+
+  const auto info = io::read_nifti_header(path);
+  EXPECT_EQ(info.shape, g.shape());
+  EXPECT_EQ(info.type, io::dtype_of_v<T>);
+  EXPECT_EQ(info.vox_offset, 352u);
+  EXPECT_EQ(info.sform_code, 1);
+  EXPECT_EQ(info.qform_code, 1);
+  EXPECT_FALSE(info.scaled);
+
+  std::vector<T> back(data.size(), T(-99));
+  image_geometry gback({1, 1, 1}, {1, 1, 1}, {0, 0, 0});
+  io::read_nifti<T>(path, span<T>(back.data(), back.size()), &gback);
+  EXPECT_EQ(back, data);
+  EXPECT_EQ(gback, g);
+  EXPECT_EQ(io::read_nifti_geometry<T>(path), g);
+
+  // The file layout: NIfTI dim[1] = n2 (fastest), pixdim[1] = s2, srow_x
+  // translation = origin[2]; data bytes are the C-ordered array as is.
+  const auto bytes = read_bytes(path);
+  ASSERT_EQ(bytes.size(), 352 + data.size() * sizeof(T));
+  std::int16_t dim1, dim3;
+  float pixdim1, pixdim3, tx, tz;
+  std::memcpy(&dim1, &bytes[42], 2);
+  std::memcpy(&dim3, &bytes[46], 2);
+  std::memcpy(&pixdim1, &bytes[80], 4);
+  std::memcpy(&pixdim3, &bytes[88], 4);
+  std::memcpy(&tx, &bytes[280 + 12], 4);
+  std::memcpy(&tz, &bytes[312 + 12], 4);
+  EXPECT_EQ(dim1, g.shape()[2]);
+  EXPECT_EQ(dim3, g.shape()[0]);
+  EXPECT_EQ(pixdim1, float(g.voxel_size()[2]));
+  EXPECT_EQ(pixdim3, float(g.voxel_size()[0]));
+  EXPECT_EQ(tx, float(g.origin()[2]));
+  EXPECT_EQ(tz, float(g.origin()[0]));
+  EXPECT_EQ(0, std::memcmp(&bytes[352], data.data(), data.size() * sizeof(T)));
+  EXPECT_EQ(0, std::memcmp(&bytes[344], "n+1\0", 4));
+}
+
+TEST(nifti, round_trip_float_anisotropic_noncentred_noncubic) {
+  round_trip<float>(image_geometry({3, 5, 7}, {2.0, 1.5, 0.75}, {-3.25, 10.5, 100.0}));
+}
+
+TEST(nifti, round_trip_double) {
+  round_trip<double>(image_geometry({4, 1, 6}, {0.5, 3.0, 1.25}, {7.0, -2.5, 0.125}));
+  round_trip<double>(image_geometry::centred({9, 8, 2}, {4.0, 2.0, 2.0}));
+}
+
+TEST(nifti, float_file_read_as_double) {
+  TempDir dir;
+  const std::string path = dir.file("img.nii");
+  const image_geometry g({2, 3, 4}, {1.0, 2.0, 3.0}, {0.5, 0.5, 0.5});
+  const auto data = ramp<float>(24);
+  io::write_nifti<float>(path, span<const float>(data.data(), data.size()), g);
+  std::vector<double> back(24);
+  io::read_nifti<double>(path, span<double>(back.data(), back.size()), nullptr);
+  for (std::size_t i = 0; i < 24; ++i)
+    EXPECT_EQ(back[i], double(data[i]));
+}
+
+TEST(nifti, hand_built_header_in_both_byte_orders) {
+  for (bool big : {false, true}) {
+    TempDir dir;
+    const std::string path = dir.file("hand.nii");
+    // (x, y, z) = (4, 3, 2): resproj shape (2, 3, 4).
+    nii_builder h(big, 4, 3, 2, 16, 32);
+    h.sform({1.5, 2.0, 4.0}, {-10.0, 20.0, 5.0});
+    std::vector<float> vals(24);
+    for (int i = 0; i < 24; ++i)
+      vals[i] = float(i) + 0.5f;
+    h.data(vals);
+    write_bytes(path, h.b);
+
+    const auto info = io::read_nifti_header(path);
+    EXPECT_EQ(info.order, big ? io::byte_order::big : io::byte_order::little);
+    EXPECT_EQ(info.geometry_source, "sform");
+    std::vector<float> out(24, -1.0f);
+    image_geometry g({1, 1, 1}, {1, 1, 1}, {0, 0, 0});
+    io::read_nifti<float>(path, span<float>(out.data(), out.size()), &g);
+    EXPECT_EQ(out, vals);
+    EXPECT_EQ(g.shape(), (std::array<std::int64_t, 3>{2, 3, 4}));
+    EXPECT_EQ(g.voxel_size(), (std::array<double, 3>{4.0, 2.0, 1.5}));
+    EXPECT_EQ(g.origin(), (std::array<double, 3>{5.0, 20.0, -10.0}));
+  }
+}
+
+TEST(nifti, int16_with_scaling_big_endian_and_4d_singleton) {
+  TempDir dir;
+  const std::string path = dir.file("i16.nii");
+  nii_builder h(true, 3, 2, 2, 4, 16);
+  h.i16(40, 4); // dim[0] = 4 with dim[4] = 1
+  h.sform({1, 1, 1}, {0, 0, 0});
+  h.f32(112, 0.5);  // scl_slope
+  h.f32(116, 10.0); // scl_inter
+  std::vector<std::int16_t> vals(12);
+  for (int i = 0; i < 12; ++i)
+    vals[i] = std::int16_t(i * 100 - 500);
+  h.data(vals);
+  write_bytes(path, h.b);
+  std::vector<double> out(12);
+  io::read_nifti<double>(path, span<double>(out.data(), out.size()), nullptr);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(out[i], 0.5 * vals[i] + 10.0);
+
+  // slope 0 = no scaling (inter ignored).
+  h.f32(112, 0.0);
+  write_bytes(path, h.b);
+  io::read_nifti<double>(path, span<double>(out.data(), out.size()), nullptr);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(out[i], double(vals[i]));
+}
+
+TEST(nifti, qform_and_negative_axes_are_flipped) {
+  TempDir dir;
+  const std::string path = dir.file("q.nii");
+  // qform: 180 degrees about x (b = 1): R = diag(1, -1, -1); qfac = -1 flips z
+  // back: affine diag(2, -3, +4), offset (1, 2, 3).
+  nii_builder h(false, 2, 3, 2, 64, 64);
+  h.i16(252, 1);
+  h.f32(76, -1); // qfac
+  h.f32(80, 2);
+  h.f32(84, 3);
+  h.f32(88, 4);
+  h.f32(256, 1.0);
+  h.f32(268, 1);
+  h.f32(272, 2);
+  h.f32(276, 3);
+  std::vector<double> vals(12);
+  for (int i = 0; i < 12; ++i)
+    vals[i] = i;
+  h.data(vals);
+  write_bytes(path, h.b);
+  const auto info = io::read_nifti_header(path);
+  EXPECT_EQ(info.geometry_source, "qform");
+  EXPECT_EQ(info.flipped, (std::array<bool, 3>{false, true, false}));
+  std::vector<double> out(12);
+  image_geometry g({1, 1, 1}, {1, 1, 1}, {0, 0, 0});
+  io::read_nifti<double>(path, span<double>(out.data(), out.size()), &g);
+  EXPECT_EQ(g.voxel_size(), (std::array<double, 3>{4.0, 3.0, 2.0}));
+  // y axis (resproj 1) reversed: origin = 2 - 3 * (3 - 1) = -4.
+  EXPECT_EQ(g.origin(), (std::array<double, 3>{3.0, -4.0, 1.0}));
+  for (int i0 = 0; i0 < 2; ++i0)
+    for (int i1 = 0; i1 < 3; ++i1)
+      for (int i2 = 0; i2 < 2; ++i2)
+        EXPECT_EQ(out[(i0 * 3 + i1) * 2 + i2], vals[(i0 * 3 + (2 - i1)) * 2 + i2]);
+  // The same voxel is at the same world position either way: file voxel
+  // (i=1, j=0, k=1) is at y = 2 + (-3) * 0 = 2; in resproj it is [1][2][1],
+  // y = origin[1] + 2 * 3 = 2.
+  EXPECT_EQ(g.origin()[1] + 2 * g.voxel_size()[1], 2.0);
+}
+
+TEST(nifti, pixdim_only_and_unit_conversion) {
+  TempDir dir;
+  const std::string path = dir.file("p.nii");
+  nii_builder h(false, 2, 2, 2, 16, 32);
+  h.f32(80, 0.001); // metres
+  h.f32(84, 0.002);
+  h.f32(88, 0.004);
+  h.b[123] = 1; // NIFTI_UNITS_METER
+  h.data(std::vector<float>(8, 1.0f));
+  write_bytes(path, h.b);
+  const auto g = io::read_nifti_geometry<float>(path);
+  EXPECT_NEAR(g.voxel_size()[0], 4.0, 1e-6);
+  EXPECT_NEAR(g.voxel_size()[2], 1.0, 1e-6);
+  EXPECT_EQ(g.origin(), (std::array<double, 3>{0, 0, 0}));
+}
+
+/// A valid little-endian float file with 2x3x4 voxels, for corruption.
+nii_builder valid_header() {
+  nii_builder h(false, 4, 3, 2, 16, 32);
+  h.sform({1, 1, 1}, {0, 0, 0});
+  h.data(std::vector<float>(24, 1.0f));
+  return h;
+}
+
+/// Writes `bytes`, checks that reading throws io_error naming the file and
+/// `part`, and that dst and geometry are untouched.
+void expect_rejected(const std::vector<unsigned char> &bytes, const std::string &part) {
+  TempDir dir;
+  const std::string path = dir.file("bad.nii");
+  write_bytes(path, bytes);
+  std::vector<float> dst(24, 42.0f);
+  const image_geometry g0({7, 7, 7}, {1, 1, 1}, {0, 0, 0});
+  image_geometry g = g0;
+  expect_io_error([&] { io::read_nifti<float>(path, span<float>(dst.data(), 24), &g); },
+                  path, part);
+  expect_io_error([&] { io::read_nifti_header(path); }, path, part);
+  for (float v : dst)
+    ASSERT_EQ(v, 42.0f) << "destination modified";
+  EXPECT_EQ(g, g0);
+}
+
+TEST(nifti, rejects_truncated_corrupt_and_lying_headers) {
+  const auto good = valid_header().b;
+  {
+    TempDir dir;
+    const std::string path = dir.file("good.nii");
+    write_bytes(path, good);
+    EXPECT_NO_THROW(io::read_nifti_header(path));
+  }
+  expect_rejected({}, "truncated header");
+  expect_rejected(std::vector<unsigned char>(good.begin(), good.begin() + 200),
+                  "truncated header");
+  // Data shorter than the header claims (one byte missing).
+  expect_rejected(std::vector<unsigned char>(good.begin(), good.end() - 1),
+                  "96 data bytes");
+  {
+    auto h = valid_header();
+    h.put(0, std::int32_t(540));
+    expect_rejected(h.b, "sizeof_hdr");
+    h.put(0, std::int32_t(1234));
+    expect_rejected(h.b, "sizeof_hdr");
+  }
+  {
+    auto h = valid_header();
+    std::memcpy(h.b.data() + 344, "ni1\0", 4);
+    expect_rejected(h.b, ".hdr/.img");
+    std::memcpy(h.b.data() + 344, "abc\0", 4);
+    expect_rejected(h.b, "magic");
+  }
+  {
+    auto h = valid_header();
+    h.i16(40, 2);
+    expect_rejected(h.b, "dim[0]");
+    h.i16(40, 8);
+    expect_rejected(h.b, "dim[0]");
+    h.i16(40, 4);
+    h.i16(48, 5); // dim[4] = 5 volumes
+    expect_rejected(h.b, "dim[4]");
+  }
+  {
+    auto h = valid_header();
+    h.i16(44, 0);
+    expect_rejected(h.b, "dim[2]");
+    h.i16(44, -3);
+    expect_rejected(h.b, "dim[2]");
+  }
+  {
+    auto h = valid_header();
+    h.i16(46, 30000); // lying: claims far more data than the file has
+    expect_rejected(h.b, "but the file has");
+  }
+  {
+    auto h = valid_header();
+    h.i16(70, 32); // complex64: unsupported
+    expect_rejected(h.b, "datatype");
+    h.i16(70, 16);
+    h.i16(72, 64);
+    expect_rejected(h.b, "bitpix");
+  }
+  {
+    auto h = valid_header();
+    h.f32(108, 348);
+    expect_rejected(h.b, "vox_offset");
+    h.f32(108, 352.5);
+    expect_rejected(h.b, "vox_offset");
+    h.f32(108, 356); // 4 bytes more than the file holds
+    expect_rejected(h.b, "vox_offset");
+  }
+  {
+    auto h = valid_header();
+    h.f32(112, INFINITY);
+    expect_rejected(h.b, "scl_slope");
+  }
+  {
+    auto h = valid_header();
+    h.i16(254, 0); // no sform, qform 0: pixdim used; make one invalid
+    h.f32(84, 0);
+    expect_rejected(h.b, "pixdim[2]");
+  }
+}
+
+TEST(nifti, rejects_oblique_and_permuted_affines) {
+  {
+    auto h = valid_header();
+    h.f32(280 + 4, 0.3); // srow_x[1]: shear / rotation
+    expect_rejected(h.b, "oblique");
+  }
+  {
+    // 90 degrees about z: axes permuted (diagonal zero).
+    auto h = valid_header();
+    h.sform({0, 0, 1}, {0, 0, 0});
+    h.f32(280 + 4, 1.0);
+    h.f32(296 + 0, 1.0);
+    expect_rejected(h.b, "not axis-aligned");
+  }
+  {
+    // qform with a 30-degree rotation about z.
+    auto h = valid_header();
+    h.i16(254, 0);
+    h.i16(252, 1);
+    h.f32(264, std::sin(M_PI / 12)); // quatern_d
+    expect_rejected(h.b, "oblique");
+  }
+}
+
+TEST(nifti, wrong_destination_size_is_invalid_argument_and_untouched) {
+  TempDir dir;
+  const std::string path = dir.file("img.nii");
+  write_bytes(path, valid_header().b);
+  std::vector<float> dst(23, 5.0f);
+  EXPECT_THROW(io::read_nifti<float>(path, span<float>(dst.data(), dst.size()), nullptr),
+               resproj::invalid_argument);
+  for (float v : dst)
+    EXPECT_EQ(v, 5.0f);
+}
+
+TEST(nifti, missing_file_and_directory) {
+  TempDir dir;
+  const std::string missing = dir.path() + "/none.nii";
+  expect_io_error([&] { io::read_nifti_header(missing); }, missing, "cannot open");
+  expect_io_error([&] { io::read_nifti_header(dir.path()); }, dir.path(), "directory");
+}
+
+TEST(nifti, write_rejects_bad_arguments) {
+  TempDir dir;
+  const std::string path = dir.file("w.nii");
+  const image_geometry g({2, 2, 2}, {1, 1, 1}, {0, 0, 0});
+  std::vector<float> small(7);
+  EXPECT_THROW(io::write_nifti<float>(path, span<const float>(small.data(), 7), g),
+               resproj::invalid_argument);
+  const image_geometry big({40000, 1, 1}, {1, 1, 1}, {0, 0, 0});
+  std::vector<float> v(40000);
+  EXPECT_THROW(io::write_nifti<float>(path, span<const float>(v.data(), v.size()), big),
+               resproj::invalid_argument);
+  const image_geometry huge({1, 1, 1}, {1e300, 1, 1}, {0, 0, 0});
+  EXPECT_THROW(io::write_nifti<float>(path, span<const float>(v.data(), 1), huge),
+               resproj::invalid_argument);
+  EXPECT_THROW(io::write_nifti<float>(dir.path(), span<const float>(v.data(), 8), g),
+               resproj::io_error);
+}
+
+} // namespace

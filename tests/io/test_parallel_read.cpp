@@ -1,0 +1,365 @@
+// io::read_range / io::write_range: parallel pread / pwrite of a byte range
+// (issue 6, item 1, host core). Identical bytes for any thread count and task
+// size, offsets, 0- and 1-byte ranges, EOF and path errors, error collection.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "resproj/core/errors.hpp"
+#include "resproj/io/parallel_read.hpp"
+
+namespace {
+
+namespace io = resproj::io;
+
+/// A fresh directory under /tmp, removed with its files at the end.
+class TempDir {
+public:
+  TempDir() {
+    char tmpl[] = "/tmp/resproj_test_pread_XXXXXX";
+    const char *d = ::mkdtemp(tmpl);
+    if (!d)
+      throw std::runtime_error("mkdtemp failed");
+    path_ = d;
+  }
+  ~TempDir() {
+    for (const auto &f : files_)
+      ::unlink(f.c_str());
+    ::rmdir(path_.c_str());
+  }
+  std::string file(const std::string &name) {
+    files_.insert(path_ + "/" + name);
+    return path_ + "/" + name;
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+  std::set<std::string> files_;
+};
+
+std::vector<unsigned char> pattern(std::size_t n, unsigned seed = 1) {
+  std::vector<unsigned char> v(n);
+  std::uint32_t x = seed * 2654435761u + 12345u;
+  for (auto &b : v) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<unsigned char>(x >> 24);
+  }
+  return v;
+}
+
+void write_file(const std::string &path, const std::vector<unsigned char> &data) {
+  FILE *f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  if (!data.empty()) {
+    ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+  }
+  std::fclose(f);
+}
+
+std::vector<unsigned char> read_all(const std::string &path) {
+  std::vector<unsigned char> v;
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return v;
+  int c;
+  while ((c = std::fgetc(f)) != EOF)
+    v.push_back(static_cast<unsigned char>(c));
+  std::fclose(f);
+  return v;
+}
+
+/// Reads [offset, offset+bytes) with the given options, checking that chunks
+/// do not overlap, stay within the range and use valid worker indices.
+std::vector<unsigned char> read_with(const std::string &path, std::uint64_t offset,
+                                     std::uint64_t bytes,
+                                     const io::parallel_io_options &opt) {
+  std::vector<unsigned char> out(bytes, 0);
+  std::vector<std::atomic<int>> seen(bytes);
+  const unsigned workers = io::effective_io_threads(opt, bytes);
+  io::read_range(
+      path, offset, bytes,
+      [&](unsigned w, std::uint64_t pos, const void *data, std::size_t n) {
+        EXPECT_LT(w, workers);
+        EXPECT_GE(pos, offset);
+        EXPECT_LE(pos + n, offset + bytes);
+        std::memcpy(out.data() + (pos - offset), data, n);
+        for (std::size_t i = 0; i < n; ++i)
+          seen[pos - offset + i].fetch_add(1);
+      },
+      opt);
+  for (std::uint64_t i = 0; i < bytes; ++i)
+    if (seen[i].load() != 1) {
+      ADD_FAILURE() << "byte " << i << " delivered " << seen[i].load() << " times";
+      break;
+    }
+  return out;
+}
+
+TEST(parallel_read, identical_bytes_for_thread_counts_and_task_sizes) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  const std::size_t size = 1000003; // prime: no task size divides it
+  const auto data = pattern(size);
+  write_file(path, data);
+  for (unsigned threads : {1u, 2u, 3u, 8u})
+    for (std::size_t task : {std::size_t(1) << 12, std::size_t(65536), std::size_t(77777),
+                             std::size_t(4) << 20}) {
+      io::parallel_io_options opt;
+      opt.threads = threads;
+      opt.task_bytes = task;
+      EXPECT_EQ(read_with(path, 0, size, opt), data) << threads << " " << task;
+    }
+}
+
+TEST(parallel_read, task_size_dividing_the_file) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  const auto data = pattern(1 << 20, 2);
+  write_file(path, data);
+  for (unsigned threads : {1u, 3u, 8u}) {
+    io::parallel_io_options opt;
+    opt.threads = threads;
+    opt.task_bytes = 1 << 16;
+    EXPECT_EQ(read_with(path, 0, data.size(), opt), data);
+  }
+}
+
+TEST(parallel_read, reads_at_an_offset) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  const auto data = pattern(300001, 3);
+  write_file(path, data);
+  for (unsigned threads : {1u, 2u, 8u})
+    for (std::uint64_t off :
+         {std::uint64_t(1), std::uint64_t(352), std::uint64_t(123457)}) {
+      io::parallel_io_options opt;
+      opt.threads = threads;
+      opt.task_bytes = 10000;
+      const std::uint64_t n = data.size() - off - 17;
+      const auto got = read_with(path, off, n, opt);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin() + off))
+          << threads << " " << off;
+      // Up to the very end of the file.
+      EXPECT_TRUE(std::equal(data.begin() + off, data.end(),
+                             read_with(path, off, data.size() - off, opt).begin()));
+    }
+}
+
+TEST(parallel_read, zero_and_one_byte_reads) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  const auto data = pattern(1000, 4);
+  write_file(path, data);
+  int calls = 0;
+  io::read_range(path, 0, 0,
+                 [&](unsigned, std::uint64_t, const void *, std::size_t) { ++calls; });
+  io::read_range(path, 1000, 0,
+                 [&](unsigned, std::uint64_t, const void *, std::size_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+  for (std::uint64_t off : {std::uint64_t(0), std::uint64_t(500), std::uint64_t(999)}) {
+    io::parallel_io_options opt;
+    opt.threads = 8;
+    const auto got = read_with(path, off, 1, opt);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0], data[off]);
+  }
+  // An empty file: 0 bytes fine, 1 byte past the end.
+  const std::string empty = dir.file("empty.bin");
+  write_file(empty, {});
+  EXPECT_NO_THROW(read_with(empty, 0, 0, {}));
+  EXPECT_THROW(read_with(empty, 0, 1, {}), resproj::io_error);
+}
+
+/// Expects an io_error whose message contains every string of `parts`.
+template <class F> void expect_io_error(F &&f, const std::vector<std::string> &parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no io_error thrown";
+  } catch (const resproj::io_error &e) {
+    const std::string what = e.what();
+    for (const auto &p : parts)
+      EXPECT_NE(what.find(p), std::string::npos)
+          << "\"" << what << "\" lacks \"" << p << "\"";
+  }
+}
+
+TEST(parallel_read, range_beyond_eof_names_file_and_offset) {
+  TempDir dir;
+  const std::string path = dir.file("short.bin");
+  write_file(path, pattern(5000, 5));
+  auto noop = [](unsigned, std::uint64_t, const void *, std::size_t) {};
+  expect_io_error([&] { io::read_range(path, 0, 5001, noop); }, {path, "5000"});
+  expect_io_error([&] { io::read_range(path, 4000, 2000, noop); }, {path, "offset 5000"});
+  expect_io_error([&] { io::read_range(path, 6000, 1, noop); }, {path, "6000"});
+  io::parallel_io_options opt;
+  opt.threads = 4;
+  opt.task_bytes = 100;
+  int calls = 0;
+  expect_io_error(
+      [&] {
+        io::read_range(
+            path, 100, 5000,
+            [&](unsigned, std::uint64_t, const void *, std::size_t) { ++calls; }, opt);
+      },
+      {path});
+  EXPECT_EQ(calls, 0) << "range is checked before any read";
+}
+
+TEST(parallel_read, nonexistent_path_and_directory) {
+  TempDir dir;
+  auto noop = [](unsigned, std::uint64_t, const void *, std::size_t) {};
+  const std::string missing = dir.path() + "/does_not_exist.bin";
+  expect_io_error([&] { io::read_range(missing, 0, 10, noop); }, {missing});
+  expect_io_error([&] { io::read_range(missing, 0, 0, noop); }, {missing});
+  expect_io_error([&] { io::read_range(dir.path(), 0, 10, noop); },
+                  {dir.path(), "directory"});
+  expect_io_error([&] { io::read_range(dir.path(), 0, 0, noop); }, {dir.path()});
+}
+
+TEST(parallel_read, sink_exception_is_rethrown_after_workers_stop) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  write_file(path, pattern(1 << 20, 6));
+  io::parallel_io_options opt;
+  opt.threads = 8;
+  opt.task_bytes = 4096;
+  std::atomic<int> calls{0};
+  EXPECT_THROW(io::read_range(
+                   path, 0, 1 << 20,
+                   [&](unsigned, std::uint64_t pos, const void *, std::size_t) {
+                     calls.fetch_add(1);
+                     if (pos == 4096 * 10)
+                       throw std::logic_error("sink failed");
+                   },
+                   opt),
+               std::logic_error);
+  EXPECT_LT(calls.load(), 256) << "workers should stop after the first error";
+}
+
+TEST(parallel_read, buffer_provider_rotating_buffers) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  const auto data = pattern(500000, 7);
+  write_file(path, data);
+  io::parallel_io_options opt;
+  opt.threads = 3;
+  opt.task_bytes = 40000;
+  // Two small "bounce" buffers per worker, smaller than a task: each task is
+  // read in several chunks.
+  std::vector<std::vector<unsigned char>> bufs(2 * 3, std::vector<unsigned char>(7000));
+  std::vector<unsigned> turn(3, 0);
+  std::atomic<int> provided{0};
+  opt.buffer_provider = [&](unsigned w) {
+    provided.fetch_add(1);
+    auto &b = bufs[2 * w + (turn[w]++ & 1)];
+    return resproj::span<unsigned char>(b.data(), b.size());
+  };
+  std::vector<unsigned char> out(data.size());
+  io::read_range(
+      path, 0, data.size(),
+      [&](unsigned w, std::uint64_t pos, const void *p, std::size_t n) {
+        EXPECT_LE(n, 7000u);
+        const auto *c = static_cast<const unsigned char *>(p);
+        EXPECT_TRUE(c == bufs[2 * w].data() || c == bufs[2 * w + 1].data());
+        std::memcpy(out.data() + pos, p, n);
+      },
+      opt);
+  EXPECT_EQ(out, data);
+  EXPECT_GE(provided.load(), int(data.size() / 7000));
+
+  opt.buffer_provider = [](unsigned) { return resproj::span<unsigned char>(); };
+  EXPECT_THROW(read_with(path, 0, 100, opt), resproj::invalid_argument);
+}
+
+TEST(parallel_read, options_and_default_threads) {
+  io::parallel_io_options opt;
+  opt.task_bytes = 0;
+  EXPECT_THROW(io::effective_io_threads(opt, 10), resproj::invalid_argument);
+  opt.task_bytes = 10;
+  opt.threads = 8;
+  EXPECT_EQ(io::effective_io_threads(opt, 25), 3u); // 3 tasks
+  EXPECT_EQ(io::effective_io_threads(opt, 1000), 8u);
+
+  const char *old = std::getenv("RESPROJ_IO_THREADS");
+  const std::string saved = old ? old : "";
+  ::setenv("RESPROJ_IO_THREADS", "5", 1);
+  EXPECT_EQ(io::default_io_threads(), 5u);
+  ::setenv("RESPROJ_IO_THREADS", "junk", 1);
+  const unsigned fallback = io::default_io_threads();
+  EXPECT_GE(fallback, 1u);
+  EXPECT_LE(fallback, 8u);
+  ::setenv("RESPROJ_IO_THREADS", "0", 1);
+  EXPECT_EQ(io::default_io_threads(), fallback);
+  if (old)
+    ::setenv("RESPROJ_IO_THREADS", saved.c_str(), 1);
+  else
+    ::unsetenv("RESPROJ_IO_THREADS");
+}
+
+TEST(parallel_read, overflowing_range_is_invalid_argument) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  write_file(path, pattern(10));
+  EXPECT_THROW(io::read_range(path, ~std::uint64_t(0) - 5, 10,
+                              [](unsigned, std::uint64_t, const void *, std::size_t) {}),
+               resproj::invalid_argument);
+}
+
+TEST(parallel_write, round_trip_for_thread_counts) {
+  TempDir dir;
+  const auto data = pattern(777777, 8);
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    const std::string path = dir.file("out" + std::to_string(threads) + ".bin");
+    io::parallel_io_options opt;
+    opt.threads = threads;
+    opt.task_bytes = 65536;
+    io::write_range(
+        path, 0, data.size(),
+        [&](unsigned, std::uint64_t pos, void *buf, std::size_t n) {
+          std::memcpy(buf, data.data() + pos, n);
+        },
+        opt, true);
+    EXPECT_EQ(read_all(path), data) << threads;
+  }
+}
+
+TEST(parallel_write, at_an_offset_keeps_other_bytes) {
+  TempDir dir;
+  const std::string path = dir.file("out.bin");
+  auto data = pattern(10000, 9);
+  write_file(path, data);
+  const auto patch = pattern(3000, 10);
+  io::parallel_io_options opt;
+  opt.threads = 3;
+  opt.task_bytes = 512;
+  io::write_range(
+      path, 2500, patch.size(),
+      [&](unsigned, std::uint64_t pos, void *buf, std::size_t n) {
+        std::memcpy(buf, patch.data() + (pos - 2500), n);
+      },
+      opt);
+  std::copy(patch.begin(), patch.end(), data.begin() + 2500);
+  EXPECT_EQ(read_all(path), data);
+  // Zero bytes: the file is opened (and created) but not changed.
+  io::write_range(path, 0, 0, [](unsigned, std::uint64_t, void *, std::size_t) {});
+  EXPECT_EQ(read_all(path), data);
+  // A directory cannot be written.
+  EXPECT_THROW(io::write_range(dir.path(), 0, 1,
+                               [](unsigned, std::uint64_t, void *, std::size_t) {}),
+               resproj::io_error);
+}
+
+} // namespace
