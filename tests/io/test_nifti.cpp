@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/files.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/io/nifti.hpp"
@@ -27,30 +28,7 @@ namespace io = resproj::io;
 using resproj::image_geometry;
 using resproj::span;
 
-class TempDir {
-public:
-  TempDir() {
-    char tmpl[] = "/tmp/resproj_test_nifti_XXXXXX";
-    const char *d = ::mkdtemp(tmpl);
-    if (!d)
-      throw std::runtime_error("mkdtemp failed");
-    path_ = d;
-  }
-  ~TempDir() {
-    for (const auto &f : files_)
-      ::unlink(f.c_str());
-    ::rmdir(path_.c_str());
-  }
-  std::string file(const std::string &name) {
-    files_.insert(path_ + "/" + name);
-    return path_ + "/" + name;
-  }
-  const std::string &path() const { return path_; }
-
-private:
-  std::string path_;
-  std::set<std::string> files_;
-};
+using TempDir = resproj_test::temp_dir;
 
 void write_bytes(const std::string &path, const std::vector<unsigned char> &data) {
   FILE *f = std::fopen(path.c_str(), "wb");

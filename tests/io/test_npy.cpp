@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/files.hpp"
 #include "resproj/io/npy.hpp"
 
 namespace io = resproj::io;
@@ -26,41 +27,11 @@ using shape_t = std::vector<std::size_t>;
 
 namespace {
 
-/// A fresh directory under the system temporary folder, removed afterwards.
-class temp_dir {
-public:
-  temp_dir() {
-    static std::atomic<unsigned> counter{0};
-    std::random_device rd;
-    const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string name =
-        std::string("resproj_io_npy_") + (info ? info->name() : "x") + "_" +
-        std::to_string(rd()) + "_" + std::to_string(counter++) + "_" +
-        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-    path_ = fs::temp_directory_path() / name;
-    fs::create_directories(path_);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string &name) const { return (path_ / name).string(); }
-  std::string dir() const { return path_.string(); }
-
-private:
-  fs::path path_;
-};
-
-void write_bytes(const std::string &path, const std::string &bytes) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(f.good());
-}
-
-std::string read_bytes(const std::string &path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
+using resproj_test::expect_invalid;
+using resproj_test::expect_io_error;
+using resproj_test::read_bytes;
+using resproj_test::temp_dir;
+using resproj_test::write_bytes;
 
 /// A .npy file image: magic, version, header length (or `lie_length` when
 /// >= 0), `dict` padded NumPy-style to a multiple of 64 with a final
@@ -103,32 +74,6 @@ std::string f32_bytes(std::initializer_list<float> values) {
     s.append(reinterpret_cast<const char *>(b), 4);
   }
   return s;
-}
-
-/// Runs f, expects io_error whose message contains every one of `parts`.
-void expect_io_error(const std::function<void()> &f,
-                     std::initializer_list<std::string> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no io_error thrown";
-  } catch (const resproj::io_error &e) {
-    const std::string what = e.what();
-    for (const auto &p : parts)
-      EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' not in: " << what;
-  } catch (const std::exception &e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
-
-void expect_invalid(const std::function<void()> &f, const std::string &argument) {
-  try {
-    f();
-    ADD_FAILURE() << "no invalid_argument thrown";
-  } catch (const resproj::invalid_argument &e) {
-    EXPECT_EQ(e.argument(), argument) << e.what();
-  } catch (const std::exception &e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
 }
 
 /// Writes `file` to a path and expects read_npy<float> into a sentinel-

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/files.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/io/parallel_read.hpp"
 
@@ -25,30 +26,7 @@ namespace {
 namespace io = resproj::io;
 
 /// A fresh directory under /tmp, removed with its files at the end.
-class TempDir {
-public:
-  TempDir() {
-    char tmpl[] = "/tmp/resproj_test_pread_XXXXXX";
-    const char *d = ::mkdtemp(tmpl);
-    if (!d)
-      throw std::runtime_error("mkdtemp failed");
-    path_ = d;
-  }
-  ~TempDir() {
-    for (const auto &f : files_)
-      ::unlink(f.c_str());
-    ::rmdir(path_.c_str());
-  }
-  std::string file(const std::string &name) {
-    files_.insert(path_ + "/" + name);
-    return path_ + "/" + name;
-  }
-  const std::string &path() const { return path_; }
-
-private:
-  std::string path_;
-  std::set<std::string> files_;
-};
+using TempDir = resproj_test::temp_dir;
 
 std::vector<unsigned char> pattern(std::size_t n, unsigned seed = 1) {
   std::vector<unsigned char> v(n);

@@ -72,7 +72,8 @@ template <class T> struct sinogram_source {
     if (detectors == nullptr ||
         num_detectors <
             std::size_t(geometry.num_rings) * std::size_t(geometry.crystals_per_ring))
-      resproj::detail::throw_invalid(n + ".detectors", "missing or smaller than the scanner");
+      resproj::detail::throw_invalid(n + ".detectors",
+                                     "missing or smaller than the scanner");
     if (views == nullptr || num_views <= 0)
       resproj::detail::throw_invalid(n + ".views", "no views");
     if (geometry.plane_rings == nullptr || geometry.num_radial <= 0)
@@ -84,8 +85,8 @@ template <class T> struct sinogram_source {
                               std::size_t(geometry.num_radial);
     if (first + count > total)
       resproj::detail::throw_invalid(n + ".count", std::to_string(first + count) +
-                                              " LORs beyond the subset's " +
-                                              std::to_string(total));
+                                                       " LORs beyond the subset's " +
+                                                       std::to_string(total));
   }
   template <class F> void for_each_region(F &&f) const {
     f(static_cast<const void *>(detectors), "lors.detectors");
