@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/stat.h>
@@ -215,12 +217,25 @@ TEST(parallel_read, sink_exception_is_rethrown_after_workers_stop) {
   opt.threads = 8;
   opt.task_bytes = 4096;
   std::atomic<int> calls{0};
+  std::atomic<bool> thrown{false};
   EXPECT_THROW(io::read_range(
                    path, 0, 1 << 20,
                    [&](unsigned, std::uint64_t pos, const void *, std::size_t) {
                      calls.fetch_add(1);
-                     if (pos == 4096 * 10)
+                     if (pos == 4096 * 10) {
+                       thrown = true;
                        throw std::logic_error("sink failed");
+                     }
+                     // Later chunks wait for the failure (so that scheduling,
+                     // e.g. under sanitizers, cannot let every chunk finish
+                     // first), then give the reader time to record it.
+                     if (pos > 4096 * 10) {
+                       const auto until =
+                           std::chrono::steady_clock::now() + std::chrono::seconds(5);
+                       while (!thrown && std::chrono::steady_clock::now() < until)
+                         std::this_thread::yield();
+                       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                     }
                    },
                    opt),
                std::logic_error);
