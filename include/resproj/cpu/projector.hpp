@@ -69,6 +69,19 @@ inline int thread_count(const options &opt) {
   return 1;
 #endif
 }
+
+/// Runs `body(i)` for every LOR i in [0, n), OpenMP-parallel over LORs
+/// (one thread below 1024 LORs: not worth waking the team). For calls whose
+/// LORs write disjoint outputs (forward projections).
+template <class Body> void for_each_lor(std::int64_t n, const options &opt, Body &&body) {
+  const int threads = n < 1024 ? 1 : thread_count(opt);
+  (void)threads;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+#endif
+  for (std::int64_t i = 0; i < n; ++i)
+    body(i);
+}
 /// Runs `per_lor(i, image, add)` for LORs i in [0, n) with the accumulation
 /// strategy of `opt` (per-thread images, atomics, or serial below 1024
 /// LORs); `add` is plain_add or atomic_add.
@@ -148,18 +161,12 @@ void forward(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
   lors.check("lors");
   resproj::detail::check_span(out, lors.count, "out");
   const auto grid = math::image_grid<T>::from(image.geometry);
-  const auto n = static_cast<std::int64_t>(lors.count);
   const T *img = image.data;
-  const int threads = n < 1024 ? 1 : detail::thread_count(opt);
-  (void)threads;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-#endif
-  for (std::int64_t i = 0; i < n; ++i) {
+  detail::for_each_lor(static_cast<std::int64_t>(lors.count), opt, [&](std::int64_t i) {
     T a[3], b[3];
     lors.load(std::size_t(i), a, b);
     out[std::size_t(i)] = math::forward_lor(grid, img, a, b);
-  }
+  });
 }
 
 /// Back projection: adds `values[i]` times the weights of LOR i into

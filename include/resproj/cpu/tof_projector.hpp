@@ -97,20 +97,14 @@ void forward_tof_sino(image_view<const detail::identity_t<T>> image, const Lors 
   const std::size_t nb = std::size_t(tof.num_bins);
   resproj::detail::check_span(out, lors.count * nb, "out");
   const auto grid = math::image_grid<T>::from(image.geometry);
-  const auto n = static_cast<std::int64_t>(lors.count);
   const T *img = image.data;
   T *o = out.data();
-  const int threads = n < 1024 ? 1 : detail::thread_count(opt);
-  (void)threads;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
-#endif
-  for (std::int64_t i = 0; i < n; ++i) {
+  detail::for_each_lor(static_cast<std::int64_t>(lors.count), opt, [&](std::int64_t i) {
     T a[3], b[3];
     lors.load(std::size_t(i), a, b);
     const auto tl = math::tof_lor_of(tof, std::size_t(i));
     math::forward_tof_sino_lor(grid, img, a, b, tl, o + std::size_t(i) * nb);
-  }
+  });
 }
 
 /// TOF sinogram back projection: adds, for every LOR i and bin j,
@@ -160,21 +154,15 @@ void forward_tof_lm(image_view<const detail::identity_t<T>> image, const Lors &l
   resproj::detail::check_span(bins, lors.count, "bins");
   resproj::detail::check_span(out, lors.count, "out");
   const auto grid = math::image_grid<T>::from(image.geometry);
-  const auto n = static_cast<std::int64_t>(lors.count);
   const T *img = image.data;
   const std::int16_t *bn = bins.data();
   T *o = out.data();
-  const int threads = n < 1024 ? 1 : detail::thread_count(opt);
-  (void)threads;
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-#endif
-  for (std::int64_t i = 0; i < n; ++i) {
+  detail::for_each_lor(static_cast<std::int64_t>(lors.count), opt, [&](std::int64_t i) {
     T a[3], b[3];
     lors.load(std::size_t(i), a, b);
     const auto tl = math::tof_lor_of(tof, std::size_t(i));
     o[i] = math::forward_tof_lm_lor(grid, img, a, b, tl, std::int64_t(bn[i]));
-  }
+  });
 }
 
 /// TOF list-mode back projection: adds `values[i]` times the weights of
