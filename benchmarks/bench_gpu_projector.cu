@@ -750,11 +750,16 @@ public:
   const std::vector<std::string> &failed_names() const noexcept { return failed_names_; }
 
 private:
+  /// The reported name is the registered one plus Google Benchmark's own
+  /// suffixes ("/manual_time", "_median", ...) only: "gpu/dmi-subset/forward"
+  /// must not match "gpu/dmi-subset/forward/detector-pairs/...".
   static bool matches(const std::string &reported, const std::string &registered) {
-    return reported == registered ||
-           (reported.size() > registered.size() &&
-            reported.compare(0, registered.size(), registered) == 0 &&
-            reported[registered.size()] == '/');
+    if (reported == registered)
+      return true;
+    const std::string suffix = "/manual_time";
+    return reported.size() > registered.size() &&
+           reported.compare(0, registered.size(), registered) == 0 &&
+           reported.compare(registered.size(), suffix.size(), suffix) == 0;
   }
 
   std::map<std::string, std::map<std::string, double>> medians_;
