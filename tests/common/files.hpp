@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/expect.hpp"
 #include "resproj/core/errors.hpp"
 
 namespace resproj_test {
@@ -69,17 +70,6 @@ inline void expect_io_error(const std::function<void()> &f,
     const std::string what = e.what();
     for (const auto &p : parts)
       EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' not in: " << what;
-  } catch (const std::exception &e) {
-    ADD_FAILURE() << "wrong exception type: " << e.what();
-  }
-}
-
-inline void expect_invalid(const std::function<void()> &f, const std::string &argument) {
-  try {
-    f();
-    ADD_FAILURE() << "no invalid_argument thrown";
-  } catch (const resproj::invalid_argument &e) {
-    EXPECT_EQ(e.argument(), argument) << e.what();
   } catch (const std::exception &e) {
     ADD_FAILURE() << "wrong exception type: " << e.what();
   }

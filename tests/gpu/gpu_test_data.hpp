@@ -53,4 +53,34 @@ std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = 0.0,
   return v;
 }
 
+/// Dot product accumulated in double.
+template <class T> double dot(const std::vector<T> &a, const std::vector<T> &b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+/// ||a - b|| / ||b|| over entries, skipping at most `max_flips` entries
+/// whose relative difference exceeds 1e-3 (decision flips); returns +inf
+/// if there are more.
+template <class T>
+double relative_error(const std::vector<T> &a, const std::vector<T> &b,
+                      std::size_t max_flips) {
+  double num = 0, den = 0;
+  std::size_t flips = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = double(a[i]) - double(b[i]);
+    if (std::abs(d) > 1e-3 * std::abs(double(b[i])) + 1e-30 && std::abs(d) > 1e-6) {
+      ++flips;
+      continue;
+    }
+    num += d * d;
+    den += double(b[i]) * double(b[i]);
+  }
+  if (flips > max_flips)
+    return INFINITY;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
 } // namespace resproj_test_gpu

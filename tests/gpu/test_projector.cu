@@ -16,8 +16,10 @@ namespace gpu = resproj::gpu;
 
 namespace {
 
+using resproj_test_gpu::dot;
 using resproj_test_gpu::random_lors;
 using resproj_test_gpu::random_values;
+using resproj_test_gpu::relative_error;
 
 /// LORs between detectors of a small cylindrical scanner around the image.
 template <class T>
@@ -43,35 +45,6 @@ void cylinder_lors(const rp::image_geometry &g, std::vector<T> &starts,
           pos(r1, c1, starts);
           pos(r2, c2, ends);
         }
-}
-
-template <class T> double dot(const std::vector<T> &a, const std::vector<T> &b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    s += double(a[i]) * double(b[i]);
-  return s;
-}
-
-/// ||a - b|| / ||b|| over entries, skipping at most `max_flips` entries
-/// whose relative difference exceeds 1e-3 (decision flips); returns +inf
-/// if there are more.
-template <class T>
-double relative_error(const std::vector<T> &a, const std::vector<T> &b,
-                      std::size_t max_flips) {
-  double num = 0, den = 0;
-  std::size_t flips = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = double(a[i]) - double(b[i]);
-    if (std::abs(d) > 1e-3 * std::abs(double(b[i])) + 1e-30 && std::abs(d) > 1e-6) {
-      ++flips;
-      continue;
-    }
-    num += d * d;
-    den += double(b[i]) * double(b[i]);
-  }
-  if (flips > max_flips)
-    return INFINITY;
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
 template <class T> struct tolerance;

@@ -27,8 +27,10 @@ namespace gpu = resproj::gpu;
 
 namespace {
 
+using resproj_test_gpu::dot;
 using resproj_test_gpu::random_lors;
 using resproj_test_gpu::random_values;
+using resproj_test_gpu::relative_error;
 
 std::vector<std::int16_t> random_bins(std::size_t n, int lo, int hi, std::uint32_t seed) {
   std::mt19937 rng(seed);
@@ -37,34 +39,6 @@ std::vector<std::int16_t> random_bins(std::size_t n, int lo, int hi, std::uint32
   for (auto &x : v)
     x = std::int16_t(uni(rng));
   return v;
-}
-
-template <class T> double dot(const std::vector<T> &a, const std::vector<T> &b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    s += double(a[i]) * double(b[i]);
-  return s;
-}
-
-/// ||a - b|| / ||b||, skipping at most `max_flips` entries whose relative
-/// difference exceeds 1e-3 (decision flips); +inf if there are more.
-template <class T>
-double relative_error(const std::vector<T> &a, const std::vector<T> &b,
-                      std::size_t max_flips) {
-  double num = 0, den = 0;
-  std::size_t flips = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = double(a[i]) - double(b[i]);
-    if (std::abs(d) > 1e-3 * std::abs(double(b[i])) + 1e-30 && std::abs(d) > 1e-6) {
-      ++flips;
-      continue;
-    }
-    num += d * d;
-    den += double(b[i]) * double(b[i]);
-  }
-  if (flips > max_flips)
-    return INFINITY;
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
 template <class T> struct tolerance;

@@ -13,22 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/expect.hpp"
 #include "resproj/scanner/dmi.hpp"
 
 namespace rs = resproj::scanner;
 
 namespace {
 
-// Runs `f`, expects resproj::invalid_argument naming `argument`.
-void expect_invalid(const std::function<void()> &f, const std::string &argument) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected one naming " << argument;
-  } catch (const resproj::invalid_argument &e) {
-    EXPECT_EQ(e.argument(), argument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(argument), std::string::npos) << e.what();
-  }
-}
+using resproj_test::expect_invalid;
 
 double distance(const std::array<double, 3> &a, const std::array<double, 3> &b) {
   return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) +

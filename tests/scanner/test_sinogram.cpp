@@ -12,21 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/expect.hpp"
 #include "resproj/scanner/dmi.hpp"
 
 namespace rs = resproj::scanner;
 
 namespace {
 
-void expect_invalid(const std::function<void()> &f, const std::string &argument) {
-  try {
-    f();
-    ADD_FAILURE() << "no exception; expected one naming " << argument;
-  } catch (const resproj::invalid_argument &e) {
-    EXPECT_EQ(e.argument(), argument) << e.what();
-    EXPECT_NE(std::string(e.what()).find(argument), std::string::npos) << e.what();
-  }
-}
+using resproj_test::expect_invalid;
 
 // Checks bin (p, v, r): layout and geometry give the same detector pair,
 // and the lookup maps it (and its reverse) back to the bin.
