@@ -2,7 +2,8 @@
 # Build, test and benchmark resproj on a GPU machine, in one call.
 #
 # Usage: benchmarks/run_gpu.sh [options]
-#   --stages LIST          comma-separated subset of build,test,bench (default: all)
+#   --stages LIST          comma-separated subset of build,test,bench,demo
+#                          (default: build,test,bench)
 #   --tests FILTER         GoogleTest filter for the GPU test binaries (default '*')
 #   --test-binaries REGEX  which test executables under BUILD/tests run directly
 #                          (extended regex on the file name; default '^gpu_')
@@ -13,6 +14,9 @@
 #                          those linked to libcudart)
 #   --bench-args "ARGS"    extra arguments for every benchmark binary (e.g.
 #                          "--benchmark_repetitions=3")
+#   --demo-args "ARGS"     arguments for the demo (stage demo runs
+#                          BUILD/examples/demo in a scratch folder; its
+#                          console output goes to demo.log, its PNG to $OUT)
 #   --build-dir DIR        build directory (default build/gpu)
 #   --cmake-arg ARG        extra CMake configure argument (repeatable), e.g.
 #                          -DRESPROJ_CUDA_PER_THREAD_DEFAULT_STREAM=ON
@@ -27,6 +31,7 @@
 #                "size your LOR chunks" table)
 #   bench.json   all benchmark results (Google Benchmark JSON, merged per binary)
 #   chunks.csv   the chunk-size table, when a binary supports --chunk_csv
+#   demo.log     the demo's console output (stage demo), and its PNG
 #   summary.md   GPU and clocks, test table, benchmark table (medians), chunk table
 # summary.md is rewritten after every stage (so a run cut short still leaves one)
 # and printed at the end.
@@ -50,6 +55,7 @@ run_ctest=1
 bench_filter='.'
 bench_bin_re=''
 bench_args=''
+demo_args=''
 build_dir='build/gpu'
 jobs=$(nproc 2>/dev/null || echo 4)
 timeout_s=300
@@ -72,6 +78,8 @@ while [ $# -gt 0 ]; do
     --bench-binaries=*) bench_bin_re=${1#*=}; shift ;;
     --bench-args) need_value "$@"; bench_args=$2; shift 2 ;;
     --bench-args=*) bench_args=${1#*=}; shift ;;
+    --demo-args) need_value "$@"; demo_args=$2; shift 2 ;;
+    --demo-args=*) demo_args=${1#*=}; shift ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --build-dir=*) build_dir=${1#*=}; shift ;;
     --jobs) need_value "$@"; jobs=$2; shift 2 ;;
@@ -85,7 +93,7 @@ done
 
 has_stage() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 for s in ${stages//,/ }; do
-  case "$s" in build|test|bench) ;; *) echo "run_gpu.sh: unknown stage '$s'" >&2; exit 2 ;; esac
+  case "$s" in build|test|bench|demo) ;; *) echo "run_gpu.sh: unknown stage '$s'" >&2; exit 2 ;; esac
 done
 
 OUT=${OUT:-$root/out}
@@ -215,6 +223,8 @@ for path in sorted(glob.glob(os.path.join(out, "bench_*.json"))):
     if data is not None:
         per_binary[os.path.basename(path)[len("bench_"):-len(".json")]] = data
 
+if read("demo_status"):
+    lines += ["## Demo", "", "demo: " + read("demo_status") + " (console output in demo.log)", ""]
 lines += ["## Benchmarks (medians)", ""]
 bench_status = read("bench_status")
 if bench_status:
@@ -504,6 +514,32 @@ with open(merged_path, "w") as f:
     json.dump(merged, f, indent=1)
 PY
   cap_file "$OUT/bench.log" $((15 * 1024 * 1024))
+  write_summary
+fi
+
+# ---------------------------------------------------------------- demo --
+if has_stage demo; then
+  demo_bin="$build/examples/demo"
+  if [ ! -x "$demo_bin" ]; then
+    log "demo: $demo_bin not found (build first)"
+    echo "not built" >"$state/demo_status"
+    failures=$((failures + 1))
+  else
+    scratch=$(mktemp -d "${TMPDIR:-/tmp}/run_gpu_demo.XXXXXX")
+    log "demo: $demo_bin $demo_args (in $scratch)"
+    t0=$(date +%s)
+    # shellcheck disable=SC2086
+    (cd "$scratch" && timeout "$timeout_s" "$demo_bin" $demo_args) >"$OUT/demo.log" 2>&1
+    rc=$?
+    t1=$(date +%s)
+    echo "exit $rc ($((t1 - t0)) s)" >"$state/demo_status"
+    [ $rc -ne 0 ] && failures=$((failures + 1))
+    find "$scratch" -maxdepth 2 -name '*.png' -size -16M -exec cp {} "$OUT/" \;
+    ls -la "$scratch" >>"$OUT/demo.log" 2>&1
+    rm -rf "$scratch"
+    cap_file "$OUT/demo.log" $((4 * 1024 * 1024))
+    log "demo: exit $rc ($((t1 - t0)) s)"
+  fi
   write_summary
 fi
 
