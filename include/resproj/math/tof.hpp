@@ -98,7 +98,10 @@ RESPROJ_HD T edge_coordinate(const tof_lor<T> &t, T s, int j) noexcept {
 /// Calls `f(j, weight_j)` for every bin j of the sample's window that lies
 /// inside [0, N-1], in increasing j; weights are normalised over the whole
 /// window (bins outside [0, N-1] are dropped after normalisation). Costs
-/// m + 1 erfc evaluations for m bins inside, plus 2 for the total.
+/// m + 1 erfc evaluations for m bins inside: the total's two edges are the
+/// outer edges of the loop whenever the window is not clipped, and their
+/// values are reused (bit for bit the same numbers); a clipped window costs
+/// one or two more.
 template <class T, class F>
 RESPROJ_HD void for_each_tof_weight(const tof_lor<T> &t, T s, F &&f) noexcept {
   int first, last;
@@ -110,15 +113,23 @@ RESPROJ_HD void for_each_tof_weight(const tof_lor<T> &t, T s, F &&f) noexcept {
   // Total over the whole window: edges `first` and `last + 1`.
   const T x_first = edge_coordinate(t, s, first);
   const T x_end = edge_coordinate(t, s, last + 1);
-  const T total = edge_difference(x_first, edge_value(x_first), x_end, edge_value(x_end));
+  const T g_first = edge_value(x_first);
+  const T g_end = edge_value(x_end);
+  const T total = edge_difference(x_first, g_first, x_end, g_end);
   if (!(total > T(0)))
     return;
   const T scale = T(1) / total; // K_j / W = (erf diff_j / 2) / (erf diff / 2)
-  T x = edge_coordinate(t, s, lo);
-  T g = edge_value(x);
+  T x = x_first, g = g_first;
+  if (lo != first) {
+    x = edge_coordinate(t, s, lo);
+    g = edge_value(x);
+  }
   for (int j = lo; j <= hi; ++j) {
-    const T x_next = edge_coordinate(t, s, j + 1);
-    const T g_next = edge_value(x_next);
+    T x_next = x_end, g_next = g_end; // edge last + 1
+    if (j != last) {
+      x_next = edge_coordinate(t, s, j + 1);
+      g_next = edge_value(x_next);
+    }
     f(j, edge_difference(x, g, x_next, g_next) * scale);
     x = x_next;
     g = g_next;
