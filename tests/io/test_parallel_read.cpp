@@ -302,6 +302,24 @@ TEST(parallel_read, options_and_default_threads) {
     ::unsetenv("RESPROJ_IO_THREADS");
 }
 
+TEST(parallel_read, thread_count_text_and_task_count) {
+  EXPECT_EQ(io::parse_io_threads("1"), 1u);
+  EXPECT_EQ(io::parse_io_threads("16"), 16u);
+  EXPECT_EQ(io::parse_io_threads("1024"), 1024u);
+  for (const char *bad :
+       {"", "0", "1025", "99999999999999999999", "-3", "+3", " 4", "4 ", "4x", "0x10"})
+    EXPECT_EQ(io::parse_io_threads(bad), 0u) << bad;
+  EXPECT_EQ(io::parse_io_threads(nullptr), 0u);
+
+  EXPECT_EQ(io::io_task_count(0, 7), 0u);
+  EXPECT_EQ(io::io_task_count(1, 7), 1u);
+  EXPECT_EQ(io::io_task_count(7, 7), 1u);
+  EXPECT_EQ(io::io_task_count(8, 7), 2u);
+  EXPECT_EQ(io::io_task_count(~std::uint64_t(0), std::uint64_t(1) << 32), std::uint64_t(1)
+                                                                              << 32);
+  EXPECT_THROW(io::io_task_count(5, 0), resproj::invalid_argument);
+}
+
 TEST(parallel_read, overflowing_range_is_invalid_argument) {
   TempDir dir;
   const std::string path = dir.file("data.bin");

@@ -492,6 +492,73 @@ template <class T = float> image_geometry read_nifti_geometry(const std::string 
   return read_nifti_header(path).geometry();
 }
 
+namespace detail {
+/// The 352 bytes (header + empty extension flag) that `write_nifti` puts
+/// before the voxel data of `count` elements of `T` with `geometry`.
+/// @throws invalid_argument as `write_nifti` (`data_name` names the data).
+template <class T>
+std::array<unsigned char, nifti_min_vox_offset>
+nifti_header_bytes(const image_geometry &geometry, std::size_t count,
+                   const char *data_name) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "write_nifti: T must be float or double");
+  const auto &shape = geometry.shape();
+  if (count != std::uint64_t(geometry.num_voxels()))
+    resproj::detail::throw_invalid(
+        data_name, "has " + std::to_string(count) + " elements, geometry has " +
+                       std::to_string(geometry.num_voxels()) + " voxels");
+  for (int k = 0; k < 3; ++k) {
+    const std::string idx = "[" + std::to_string(k) + "]";
+    if (shape[k] > 32767)
+      resproj::detail::throw_invalid("geometry.shape" + idx,
+                                     "NIfTI-1 dimensions are at most 32767, got " +
+                                         std::to_string(shape[k]));
+    const float s = float(geometry.voxel_size()[k]);
+    if (!std::isfinite(s) || !(s > 0))
+      resproj::detail::throw_invalid("geometry.voxel_size" + idx, "does not fit a float");
+    if (!std::isfinite(float(geometry.origin()[k])))
+      resproj::detail::throw_invalid("geometry.origin" + idx, "does not fit a float");
+  }
+  std::array<unsigned char, nifti_min_vox_offset> hdr{};
+  auto put = [&hdr](std::size_t off, auto v) {
+    std::memcpy(hdr.data() + off, &v, sizeof v);
+  };
+  put(0, std::int32_t(348));
+  hdr[38] = 'r'; // "regular"
+  put(40, std::int16_t(3));
+  for (int d = 1; d <= 3; ++d)
+    put(40 + 2 * d, std::int16_t(shape[3 - d]));
+  for (int d = 4; d <= 7; ++d)
+    put(40 + 2 * d, std::int16_t(1));
+  put(70, std::int16_t(std::is_same_v<T, float> ? 16 : 64));
+  put(72, std::int16_t(8 * sizeof(T)));
+  put(76, 1.0f); // pixdim[0] = qfac = 1
+  for (int d = 1; d <= 3; ++d)
+    put(76 + 4 * d, float(geometry.voxel_size()[3 - d]));
+  put(108, float(nifti_min_vox_offset));
+  put(112, 1.0f); // scl_slope
+  put(116, 0.0f); // scl_inter
+  hdr[123] = 2;   // NIFTI_UNITS_MM
+  const char descrip[] = "resproj";
+  std::memcpy(hdr.data() + 148, descrip, sizeof descrip);
+  put(252, std::int16_t(1)); // qform_code: scanner anatomical
+  put(254, std::int16_t(1)); // sform_code: scanner anatomical
+  // quatern_b/c/d = 0 (identity rotation)
+  for (int a = 0; a < 3; ++a) {
+    const float o = float(geometry.origin()[2 - a]);
+    put(268 + 4 * a, o); // qoffset
+    for (int c = 0; c < 4; ++c)
+      put(280 + 16 * a + 4 * c, c == a   ? float(geometry.voxel_size()[2 - a])
+                                : c == 3 ? o
+                                         : 0.0f);
+  }
+  std::memcpy(hdr.data() + 344, "n+1\0", 4);
+  // hdr[348..351]: extension flag 0 (no extensions).
+
+  return hdr;
+}
+} // namespace detail
+
 /// Writes `data` (C order `[i0][i1][i2]`, `geometry.shape()`) as the
 /// single-file NIfTI-1 image `path` (created or replaced): float32 for
 /// `float`, float64 for `double`, host byte order, vox_offset 352, no
@@ -508,60 +575,10 @@ void write_nifti(const std::string &path, span<const T> data,
                  const image_geometry &geometry) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "write_nifti: T must be float or double");
-  const auto &shape = geometry.shape();
-  if (data.size() != std::uint64_t(geometry.num_voxels()))
-    resproj::detail::throw_invalid(
-        "data", "has " + std::to_string(data.size()) + " elements, geometry has " +
-                    std::to_string(geometry.num_voxels()) + " voxels");
-  for (int k = 0; k < 3; ++k) {
-    const std::string idx = "[" + std::to_string(k) + "]";
-    if (shape[k] > 32767)
-      resproj::detail::throw_invalid("geometry.shape" + idx,
-                                     "NIfTI-1 dimensions are at most 32767, got " +
-                                         std::to_string(shape[k]));
-    const float s = float(geometry.voxel_size()[k]);
-    if (!std::isfinite(s) || !(s > 0))
-      resproj::detail::throw_invalid("geometry.voxel_size" + idx, "does not fit a float");
-    if (!std::isfinite(float(geometry.origin()[k])))
-      resproj::detail::throw_invalid("geometry.origin" + idx, "does not fit a float");
-  }
-  unsigned char hdr[detail::nifti_min_vox_offset] = {};
-  auto put = [&hdr](std::size_t off, auto v) { std::memcpy(hdr + off, &v, sizeof v); };
-  put(0, std::int32_t(348));
-  hdr[38] = 'r'; // "regular"
-  put(40, std::int16_t(3));
-  for (int d = 1; d <= 3; ++d)
-    put(40 + 2 * d, std::int16_t(shape[3 - d]));
-  for (int d = 4; d <= 7; ++d)
-    put(40 + 2 * d, std::int16_t(1));
-  put(70, std::int16_t(std::is_same_v<T, float> ? 16 : 64));
-  put(72, std::int16_t(8 * sizeof(T)));
-  put(76, 1.0f); // pixdim[0] = qfac = 1
-  for (int d = 1; d <= 3; ++d)
-    put(76 + 4 * d, float(geometry.voxel_size()[3 - d]));
-  put(108, float(detail::nifti_min_vox_offset));
-  put(112, 1.0f); // scl_slope
-  put(116, 0.0f); // scl_inter
-  hdr[123] = 2;   // NIFTI_UNITS_MM
-  const char descrip[] = "resproj";
-  std::memcpy(hdr + 148, descrip, sizeof descrip);
-  put(252, std::int16_t(1)); // qform_code: scanner anatomical
-  put(254, std::int16_t(1)); // sform_code: scanner anatomical
-  // quatern_b/c/d = 0 (identity rotation)
-  for (int a = 0; a < 3; ++a) {
-    const float o = float(geometry.origin()[2 - a]);
-    put(268 + 4 * a, o); // qoffset
-    for (int c = 0; c < 4; ++c)
-      put(280 + 16 * a + 4 * c, c == a   ? float(geometry.voxel_size()[2 - a])
-                                : c == 3 ? o
-                                         : 0.0f);
-  }
-  std::memcpy(hdr + 344, "n+1\0", 4);
-  // hdr[348..351]: extension flag 0 (no extensions).
-
+  const auto hdr = detail::nifti_header_bytes<T>(geometry, data.size(), "data");
   const detail::pio_file file = detail::pio_file::open_write(path, true);
-  file.pwrite_exact(path, hdr, sizeof hdr, 0);
-  file.pwrite_exact(path, data.data(), data.size() * sizeof(T), sizeof hdr);
+  file.pwrite_exact(path, hdr.data(), hdr.size(), 0);
+  file.pwrite_exact(path, data.data(), data.size() * sizeof(T), hdr.size());
 }
 
 } // namespace io

@@ -500,32 +500,27 @@ std::vector<T> read_npy_vector(const std::string &path, npy_header *header = nul
   return out;
 }
 
-/// Writes `data` with shape `shape` (slowest dimension first; {} for a
-/// 0-d array holding one element) as a C-order little-endian `.npy` file,
-/// version 1.0 (2.0 if the header needs more than 65535 bytes), creating
-/// or replacing `path`. The header is padded so the data start at a
-/// multiple of 64 bytes, as NumPy does.
-/// @throws invalid_argument ("shape") if `prod(shape) != data.size()`,
-///         ("data") for a null pointer with a nonzero size.
-/// @throws io_error if the file cannot be created or written.
-template <class T>
-void write_npy(const std::string &path, span<const T> data,
-               const std::vector<std::size_t> &shape) {
-  static_assert(is_dtype_type_v<T>, "write_npy: T must map to an io::dtype");
-  if (!data.empty() && data.data() == nullptr)
-    resproj::detail::throw_invalid("data", "null pointer with size " +
-                                               std::to_string(data.size()));
+namespace detail {
+namespace npyio {
+/// The complete header (magic, version, length, padded dict) of a C-order
+/// little-endian `.npy` file of `count` elements of `type` with `shape`; the
+/// data start right after it (a multiple of 64 bytes).
+/// @throws invalid_argument ("shape") if the shape has more than 64
+///         dimensions, overflows or does not hold `count` elements
+///         (`data_name` names the data in the message).
+inline std::string header_bytes(dtype type, const std::vector<std::size_t> &shape,
+                                std::size_t count, const char *data_name) {
   if (shape.size() > detail::npyio::max_dimensions)
     resproj::detail::throw_invalid("shape", "more than 64 dimensions");
   std::uint64_t n = 1;
   for (std::size_t d : shape)
     if (detail::rawio::mul_overflows(n, d, n))
       resproj::detail::throw_invalid("shape", "element count overflows");
-  if (n != data.size())
+  if (n != count)
     resproj::detail::throw_invalid(
-        "shape", npy_shape_string(shape) + " holds " + std::to_string(n) +
-                     " elements, data holds " + std::to_string(data.size()));
-  std::string dict = "{'descr': '" + npy_descr(dtype_of_v<T>) +
+        "shape", npy_shape_string(shape) + " holds " + std::to_string(n) + " elements, " +
+                     std::string(data_name) + " holds " + std::to_string(count));
+  std::string dict = "{'descr': '" + npy_descr(type) +
                      "', 'fortran_order': False, 'shape': " + npy_shape_string(shape) +
                      ", }";
   std::size_t prefix_len = 10;
@@ -549,6 +544,28 @@ void write_npy(const std::string &path, span<const T> data,
     bytes.append(reinterpret_cast<const char *>(len), 4);
   }
   bytes += header;
+  return bytes;
+}
+} // namespace npyio
+} // namespace detail
+
+/// Writes `data` with shape `shape` (slowest dimension first; {} for a
+/// 0-d array holding one element) as a C-order little-endian `.npy` file,
+/// version 1.0 (2.0 if the header needs more than 65535 bytes), creating
+/// or replacing `path`. The header is padded so the data start at a
+/// multiple of 64 bytes, as NumPy does.
+/// @throws invalid_argument ("shape") if `prod(shape) != data.size()`,
+///         ("data") for a null pointer with a nonzero size.
+/// @throws io_error if the file cannot be created or written.
+template <class T>
+void write_npy(const std::string &path, span<const T> data,
+               const std::vector<std::size_t> &shape) {
+  static_assert(is_dtype_type_v<T>, "write_npy: T must map to an io::dtype");
+  if (!data.empty() && data.data() == nullptr)
+    resproj::detail::throw_invalid("data", "null pointer with size " +
+                                               std::to_string(data.size()));
+  const std::string bytes =
+      detail::npyio::header_bytes(dtype_of_v<T>, shape, data.size(), "data");
   std::fstream f = detail::rawio::open_write(path, detail::rawio::open_mode::truncate);
   detail::rawio::write_exact(f, path, false, 0, bytes.data(), bytes.size(), 1);
   detail::rawio::write_exact(f, path, true, 0, data.data(),

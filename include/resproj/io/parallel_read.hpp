@@ -61,19 +61,40 @@ struct parallel_io_options {
   buffer_provider_fn buffer_provider;
 };
 
-/// Default worker count: the environment variable `RESPROJ_IO_THREADS` when it
-/// holds a positive integer (at most 1024), else `min(8, hardware threads)`,
-/// at least 1.
-inline unsigned default_io_threads() {
-  if (const char *env = std::getenv("RESPROJ_IO_THREADS")) {
-    char *end = nullptr;
-    errno = 0;
-    const long v = std::strtol(env, &end, 10);
-    if (errno == 0 && end != env && *end == '\0' && v > 0 && v <= 1024)
-      return unsigned(v);
+/// Parses a worker count as `RESPROJ_IO_THREADS` holds it: a decimal integer
+/// in [1, 1024] with nothing else (no sign, no spaces). Returns 0 for null,
+/// empty or anything else (the caller then uses its default).
+inline unsigned parse_io_threads(const char *text) noexcept {
+  if (text == nullptr || *text < '0' || *text > '9')
+    return 0;
+  unsigned long v = 0;
+  for (const char *p = text; *p != '\0'; ++p) {
+    if (*p < '0' || *p > '9')
+      return 0;
+    v = v * 10 + unsigned(*p - '0');
+    if (v > 1024)
+      return 0;
   }
+  return unsigned(v);
+}
+
+/// Default worker count: the environment variable `RESPROJ_IO_THREADS` when it
+/// holds a positive integer (at most 1024, see `parse_io_threads`), else
+/// `min(8, hardware threads)`, at least 1.
+inline unsigned default_io_threads() {
+  if (const unsigned v = parse_io_threads(std::getenv("RESPROJ_IO_THREADS")))
+    return v;
   const unsigned hw = std::thread::hardware_concurrency();
   return std::max(1u, std::min(8u, hw == 0 ? 1u : hw));
+}
+
+/// Number of tasks a range of `bytes` bytes is split into: `ceil(bytes /
+/// task_bytes)` (0 for an empty range). The last task holds the remainder.
+/// @throws invalid_argument ("task_bytes") if `task_bytes == 0`.
+inline std::uint64_t io_task_count(std::uint64_t bytes, std::uint64_t task_bytes) {
+  if (task_bytes == 0)
+    resproj::detail::throw_invalid("task_bytes", "must be > 0");
+  return bytes == 0 ? 0 : (bytes - 1) / task_bytes + 1;
 }
 
 /// Number of workers `read_range` / `write_range` start for a range of
@@ -87,7 +108,7 @@ inline unsigned effective_io_threads(const parallel_io_options &options,
     resproj::detail::throw_invalid("options.task_bytes", "must be > 0");
   if (bytes == 0)
     return 1;
-  const std::uint64_t tasks = (bytes - 1) / options.task_bytes + 1;
+  const std::uint64_t tasks = io_task_count(bytes, options.task_bytes);
   const unsigned want = options.threads == 0 ? default_io_threads() : options.threads;
   return unsigned(std::min<std::uint64_t>(want, tasks));
 }
@@ -209,6 +230,25 @@ inline void pio_check_range(std::uint64_t offset, std::uint64_t bytes) {
                                        ") exceeds the largest file offset");
 }
 
+/// Opens the regular file `path` for reading and checks that
+/// `[offset, offset + bytes)` lies inside it (always for `bytes == 0` too:
+/// the file must exist). Reads nothing.
+/// @throws invalid_argument for an overflowing range; io_error naming the
+///         file, the range, the file size and the offset where the file ends.
+inline pio_file pio_open_range(const std::string &path, std::uint64_t offset,
+                               std::uint64_t bytes) {
+  pio_check_range(offset, bytes);
+  std::uint64_t size = 0;
+  pio_file file = pio_file::open_read(path, size);
+  if (bytes != 0 && (offset > size || bytes > size - offset))
+    throw io_error("resproj: " + path + ": range [" + std::to_string(offset) + ", " +
+                   std::to_string(offset + bytes) +
+                   ") extends past the end of the file " + "(size " +
+                   std::to_string(size) + "): end of file at offset " +
+                   std::to_string(std::max(size, offset)));
+  return file;
+}
+
 /// Runs `chunk(worker, file_offset, buffer, n)` for every chunk of every task
 /// of `[offset, offset + bytes)` on `workers` threads (the calling thread when
 /// `workers == 1`); collects the first exception and rethrows it after every
@@ -218,7 +258,7 @@ void run_parallel_range(std::uint64_t offset, std::uint64_t bytes,
                         const parallel_io_options &options, unsigned workers,
                         ChunkFn &chunk) {
   const std::uint64_t task_bytes = options.task_bytes;
-  const std::uint64_t num_tasks = (bytes - 1) / task_bytes + 1;
+  const std::uint64_t num_tasks = io_task_count(bytes, task_bytes);
   std::atomic<std::uint64_t> next_task{0};
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
@@ -310,17 +350,9 @@ template <class Sink>
 void read_range(const std::string &path, std::uint64_t offset, std::uint64_t bytes,
                 Sink &&sink, const parallel_io_options &options = {}) {
   const unsigned workers = effective_io_threads(options, bytes);
-  detail::pio_check_range(offset, bytes);
-  std::uint64_t size = 0;
-  const detail::pio_file file = detail::pio_file::open_read(path, size);
+  const detail::pio_file file = detail::pio_open_range(path, offset, bytes);
   if (bytes == 0)
     return;
-  if (offset > size || bytes > size - offset)
-    throw io_error("resproj: " + path + ": range [" + std::to_string(offset) + ", " +
-                   std::to_string(offset + bytes) +
-                   ") extends past the end of the file " + "(size " +
-                   std::to_string(size) + "): end of file at offset " +
-                   std::to_string(std::max(size, offset)));
   auto chunk = [&](unsigned w, std::uint64_t pos, unsigned char *buf, std::size_t n) {
     file.pread_exact(path, buf, n, pos);
     sink(w, pos, static_cast<const void *>(buf), n);
