@@ -237,7 +237,9 @@ inline resproj::image_view<const float> cview_of(const std::vector<float> &v,
   return {v.data(), g};
 }
 template <class F> void parallel_for(std::size_t n, F &&f) {
+#if defined(_OPENMP)
 #pragma omp parallel for schedule(static)
+#endif
   for (std::int64_t i = 0; i < std::int64_t(n); ++i)
     f(std::size_t(i));
 }

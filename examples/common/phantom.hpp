@@ -96,7 +96,9 @@ std::vector<T> sample_image(const resproj::image_geometry &geometry, F &&f, int 
   const auto &h = geometry.voxel_size();
   std::vector<T> img(std::size_t(geometry.num_voxels()));
   const double w = 1.0 / (double(sub) * sub * sub);
+#if defined(_OPENMP)
 #pragma omp parallel for schedule(dynamic)
+#endif
   for (std::int64_t i0 = 0; i0 < n[0]; ++i0)
     for (std::int64_t i1 = 0; i1 < n[1]; ++i1)
       for (std::int64_t i2 = 0; i2 < n[2]; ++i2) {

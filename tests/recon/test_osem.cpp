@@ -9,35 +9,15 @@
 #include "common/expect.hpp"
 #include "osem.hpp"
 #include "phantom.hpp"
+#include "recon/osem_problem.hpp"
 #include "synthetic.hpp"
 
 namespace ex = resproj_examples;
 namespace rs = resproj::scanner;
 using resproj_test::expect_invalid;
+using resproj_test::osem_problem;
 
 namespace {
-
-resproj::image_geometry small_image() {
-  return resproj::image_geometry::centred({20, 20, 4}, {4.0, 4.0, 8.0});
-}
-
-struct problem {
-  ex::nema_phantom phantom = ex::nema_phantom::make(0.25);
-  ex::scan sc;
-  std::vector<float> x_true;
-  ex::corrections corr;
-  ex::sinogram_data model;
-
-  explicit problem(int subsets)
-      : sc(rs::small_test_scanner(), 8, subsets, small_image()) {
-    x_true = ex::activity_image<float>(phantom, sc.image);
-    corr.mu = ex::mu_image<float>(phantom, sc.image);
-    ex::synthetic_settings set;
-    set.total_counts = 1e5;
-    model = ex::sinogram_model(sc, x_true, corr, set);
-  }
-  std::vector<float> ones() const { return ex::start_image(sc.image, 1.f); }
-};
 
 double error_to(const std::vector<float> &x, const std::vector<float> &ref) {
   double e = 0, n = 0;
@@ -60,7 +40,7 @@ double rel_diff(const std::vector<float> &a, const std::vector<float> &b) {
 } // namespace
 
 TEST(Osem, ModelIsConsistent) {
-  problem p(1);
+  osem_problem p(1);
   double total = 0, bg = 0;
   for (std::size_t i = 0; i < p.model.y.size(); ++i) {
     total += p.model.y[i];
@@ -73,7 +53,7 @@ TEST(Osem, ModelIsConsistent) {
 }
 
 TEST(Osem, MlemIncreasesLikelihoodAndApproachesPhantom) {
-  problem p(1);
+  osem_problem p(1);
   ex::cpu_sinogram_backend b(p.sc, p.model, p.ones());
   double L = ex::poisson_log_likelihood(p.sc, p.model, b.x);
   double err = error_to(b.x, p.x_true);
@@ -89,7 +69,7 @@ TEST(Osem, MlemIncreasesLikelihoodAndApproachesPhantom) {
 }
 
 TEST(Osem, OneSubsetEqualsMlem) {
-  problem p(1);
+  osem_problem p(1);
   ex::cpu_sinogram_backend b(p.sc, p.model, p.ones());
   ex::osem(b, 3);
   // MLEM written out directly over the whole sinogram.
@@ -115,7 +95,7 @@ TEST(Osem, OneSubsetEqualsMlem) {
 }
 
 TEST(Osem, SubsetsConvergeFaster) {
-  problem p1(1), p4(4);
+  osem_problem p1(1), p4(4);
   ex::cpu_sinogram_backend mlem(p1.sc, p1.model, p1.ones()),
       os(p4.sc, p4.model, p4.ones());
   ex::osem(mlem, 2);
@@ -125,7 +105,7 @@ TEST(Osem, SubsetsConvergeFaster) {
 }
 
 TEST(Osem, SinogramAndListmodeAgree) {
-  problem p(1);
+  osem_problem p(1);
   const resproj::tof_params<float> non_tof{};
   auto lm = ex::draw_events(p.sc, p.model, p.x_true, non_tof, 20000, 7);
   ex::listmode_corrections(p.sc, p.corr, non_tof, lm);
@@ -148,7 +128,7 @@ TEST(Osem, SinogramAndListmodeAgree) {
 }
 
 TEST(Osem, TofListmodeReconstructs) {
-  problem p(1);
+  osem_problem p(1);
   resproj::tof_params<float> tof;
   tof.num_bins = 9;
   tof.bin_width = 12.f;
@@ -180,7 +160,7 @@ TEST(Osem, TofListmodeReconstructs) {
 }
 
 TEST(Osem, BadInputThrows) {
-  problem p(2);
+  osem_problem p(2);
   ex::cpu_sinogram_backend b(p.sc, p.model, p.ones());
   expect_invalid([&] { ex::osem(b, -1); }, "iterations");
   expect_invalid([&] { ex::cpu_sinogram_backend(p.sc, p.model, std::vector<float>(3)); },

@@ -1,0 +1,328 @@
+/// @file
+/// @brief GPU backends of `osem` (osem.hpp): the data, the image, the
+/// sensitivity and the work buffers are resident; every step of a subset
+/// is queued on one stream (projections from resproj::gpu, the ratio and
+/// the update as Thrust transforms with the formulas of osem.hpp), so
+/// nothing leaves the GPU between subsets. Also the GPU sensitivity image
+/// (sinogram-described LORs, attenuation by forward projection) and the
+/// per-event corrections of list-mode data. Needs nvcc.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/transform.h>
+#include <thrust/tuple.h>
+
+#include "osem.hpp"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stream.cuh"
+#include "resproj/gpu/tof_projector.cuh"
+
+namespace resproj_examples {
+namespace gpu = resproj::gpu;
+
+namespace detail {
+/// Thrust policy: asynchronous on `s`, no synchronisation after the call.
+inline auto on(gpu::stream_ref s) { return thrust::cuda::par_nosync.on(s.get()); }
+
+template <class T>
+gpu::device_buffer<T> upload(const std::vector<T> &v, gpu::stream_ref s) {
+  return gpu::make_device_buffer(resproj::span<const T>(v.data(), v.size()), s);
+}
+
+struct ratio_lm {
+  __device__ float operator()(const thrust::tuple<float, float, float> &t) const {
+    return em_ratio{}(thrust::get<0>(t), thrust::get<1>(t), thrust::get<2>(t), 1.f);
+  }
+};
+struct ratio_sino {
+  __device__ float operator()(const thrust::tuple<float, float, float, float> &t) const {
+    return em_ratio{}(thrust::get<0>(t), thrust::get<1>(t), thrust::get<2>(t),
+                      thrust::get<3>(t));
+  }
+};
+struct scale_op {
+  float factor;
+  __device__ float operator()(float v) const { return v * factor; }
+};
+struct update_op {
+  __device__ float operator()(const thrust::tuple<float, float, float> &t) const {
+    return em_update{}(thrust::get<0>(t), thrust::get<1>(t), thrust::get<2>(t));
+  }
+};
+/// m = scale * eff[da] * eff[db] * exp(-mu_integral) for LOR i.
+template <class PairOf> struct correction_op {
+  PairOf pair_of;
+  const float *eff;
+  float scale;
+  __device__ float operator()(const thrust::tuple<std::size_t, float> &t) const {
+    int da, db;
+    pair_of(thrust::get<0>(t), da, db);
+    return scale * eff[da] * eff[db] * expf(-thrust::get<1>(t));
+  }
+};
+struct event_pair {
+  const std::int32_t *pairs;
+  __device__ void operator()(std::size_t i, int &da, int &db) const {
+    da = pairs[2 * i];
+    db = pairs[2 * i + 1];
+  }
+};
+struct sinogram_pair {
+  resproj::scanner::sinogram_source<float> src;
+  __device__ void operator()(std::size_t i, int &da, int &db) const {
+    const std::size_t k = src.first + i, nr = std::size_t(src.geometry.num_radial);
+    const std::size_t pv = k / nr;
+    src.geometry.detector_pair(src.first_plane + int(pv / std::size_t(src.num_views)),
+                               src.views[pv % std::size_t(src.num_views)], int(k % nr),
+                               da, db);
+  }
+};
+/// In place: v[i] = op((i, v[i])).
+template <class Op>
+void transform_indexed(float *v, std::size_t n, const Op &op, gpu::stream_ref s) {
+  auto first = thrust::make_zip_iterator(
+      thrust::make_tuple(thrust::counting_iterator<std::size_t>(0), v));
+  thrust::transform(on(s), first, first + n, v, op);
+}
+} // namespace detail
+
+/// The scan's tables in device memory.
+struct device_scan {
+  gpu::device_buffer<float> detectors;
+  gpu::device_buffer<std::int32_t> planes;
+  std::vector<gpu::device_buffer<std::int32_t>> views;
+
+  device_scan(const scan &sc, gpu::stream_ref s)
+      : detectors(detail::upload(sc.detectors, s)), planes(detail::upload(sc.planes, s)) {
+    for (const auto &v : sc.views)
+      views.push_back(detail::upload(v, s));
+  }
+  resproj::scanner::sinogram_source<float> source(const scan &sc, int subset) const {
+    return sc.source(subset, detectors.data(), planes.data(),
+                     views[std::size_t(subset)].data());
+  }
+};
+
+/// Sensitivity images on the GPU, one per subset of `sc` (or their sum):
+/// for each subset, m = scale * eff * eff * exp(-A mu) over its LORs
+/// (derived from the sinogram description, no LOR arrays), back
+/// projected. `work` must hold the largest subset's LOR count. Queued on
+/// `s`; no synchronisation.
+inline void gpu_sensitivity(const scan &sc, const device_scan &ds,
+                            const gpu::device_image<float> &mu,
+                            const gpu::device_buffer<float> &efficiency, float scale,
+                            gpu::device_buffer<float> &work,
+                            std::vector<gpu::device_image<float> *> out,
+                            gpu::stream_ref s) {
+  for (auto *img : out)
+    img->buffer().zero(s);
+  for (int k = 0; k < sc.num_subsets(); ++k) {
+    const auto src = ds.source(sc, k);
+    const auto q = work.span().subspan(0, src.count);
+    gpu::forward<float>(mu.cview(), src, q, s);
+    detail::transform_indexed(
+        q.data(), q.size(),
+        detail::correction_op<detail::sinogram_pair>{{src}, efficiency.data(), scale}, s);
+    gpu::device_image<float> &target = *out[out.size() == 1 ? 0 : std::size_t(k)];
+    gpu::back<float>(target, src, resproj::span<const float>(q.data(), q.size()), s);
+  }
+}
+
+/// Per-event multiplicative corrections on the GPU: m = scale * eff * eff *
+/// exp(-A mu) along each event's LOR. Queued on `s`.
+inline void gpu_event_corrections(const gpu::device_buffer<float> &detectors,
+                                  const gpu::device_buffer<std::int32_t> &pairs,
+                                  const gpu::device_image<float> &mu,
+                                  const gpu::device_buffer<float> &efficiency,
+                                  float scale, gpu::device_buffer<float> &m,
+                                  gpu::stream_ref s) {
+  const std::size_t n = pairs.size() / 2;
+  const resproj::detector_pairs<float> lors(detectors.data(), detectors.size() / 3,
+                                            pairs.data(), n);
+  gpu::forward<float>(mu.cview(), lors, m.span().subspan(0, n), s);
+  detail::transform_indexed(
+      m.data(), n,
+      detail::correction_op<detail::event_pair>{{pairs.data()}, efficiency.data(), scale},
+      s);
+}
+
+/// GPU backend of `osem` for (TOF) list-mode data grouped by subset. The
+/// caller provides the events, their corrections and the total
+/// sensitivity (all device, sizes checked); the backend keeps references
+/// and owns the image and work buffers.
+struct gpu_listmode_backend {
+  const scan &sc;
+  std::vector<std::size_t> offset;
+  const gpu::device_buffer<float> &detectors;
+  const gpu::device_buffer<std::int32_t> &pairs;
+  const gpu::device_buffer<std::int16_t> &bins;
+  const gpu::device_buffer<float> &m, &a;
+  resproj::tof_params<float> tof;
+  gpu::stream_ref s;
+  gpu::device_image<float> x, g, sens;
+  gpu::device_buffer<float> q;
+  gpu::launch_options opt;
+
+  /// @param sensitivity total sensitivity (device); each subset uses 1/S of it
+  /// @param x0 start image (host)
+  /// @throws resproj::invalid_argument for sizes that do not match.
+  gpu_listmode_backend(const scan &scan_, std::vector<std::size_t> offsets,
+                       const gpu::device_buffer<float> &det,
+                       const gpu::device_buffer<std::int32_t> &pairs_,
+                       const gpu::device_buffer<std::int16_t> &bins_,
+                       const gpu::device_buffer<float> &m_,
+                       const gpu::device_buffer<float> &a_,
+                       const resproj::tof_params<float> &tof_,
+                       const gpu::device_image<float> &sensitivity,
+                       const std::vector<float> &x0, gpu::stream_ref stream)
+      : sc(scan_), offset(std::move(offsets)), detectors(det), pairs(pairs_), bins(bins_),
+        m(m_), a(a_), tof(tof_), s(stream), x(sc.image, s), g(sc.image, s),
+        sens(sc.image, s), q(max_count(), s) {
+    const std::size_t n = offset.empty() ? 0 : offset.back();
+    if (offset.size() < 2)
+      resproj::detail::throw_invalid("offsets", "events not grouped by subset");
+    if (pairs.size() < 2 * n || bins.size() < n || m.size() < n || a.size() < n)
+      resproj::detail::throw_invalid("pairs",
+                                     "event arrays smaller than the offsets say");
+    if (sensitivity.size() != x.size() || x0.size() != x.size())
+      resproj::detail::throw_invalid("x0", "size does not match the image");
+    x.upload(resproj::span<const float>(x0.data(), x0.size()), s);
+    const float scale = 1.f / float(num_subsets());
+    thrust::transform(detail::on(s), sensitivity.data(), sensitivity.data() + sens.size(),
+                      sens.data(), detail::scale_op{scale});
+  }
+  std::size_t max_count() const {
+    std::size_t c = 0;
+    for (std::size_t k = 0; k + 1 < offset.size(); ++k)
+      c = std::max(c, offset[k + 1] - offset[k]);
+    return c;
+  }
+  int num_subsets() const { return int(offset.size()) - 1; }
+  std::size_t first(int k) const { return offset[std::size_t(k)]; }
+  std::size_t count(int k) const {
+    return offset[std::size_t(k) + 1] - offset[std::size_t(k)];
+  }
+  resproj::detector_pairs<float> lors(int k) const {
+    return {detectors.data(), detectors.size() / 3, pairs.data() + 2 * first(k),
+            count(k)};
+  }
+  resproj::span<const std::int16_t> bins_of(int k) const {
+    return {bins.data() + first(k), count(k)};
+  }
+  void forward(int k) {
+    const auto out = q.span().subspan(0, count(k));
+    if (tof.num_bins > 0)
+      gpu::forward_tof_lm<float>(x.cview(), lors(k), bins_of(k), tof, out, opt, s);
+    else
+      gpu::forward<float>(x.cview(), lors(k), out, opt, s);
+  }
+  void ratio(int k) {
+    const std::size_t o = first(k), n = count(k);
+    auto in = thrust::make_zip_iterator(
+        thrust::make_tuple(q.data(), m.data() + o, a.data() + o));
+    thrust::transform(detail::on(s), in, in + n, q.data(), detail::ratio_lm{});
+  }
+  void back(int k) {
+    g.buffer().zero(s);
+    const resproj::span<const float> v(q.data(), count(k));
+    if (tof.num_bins > 0)
+      gpu::back_tof_lm<float>(g, lors(k), bins_of(k), tof, v, opt, s);
+    else
+      gpu::back<float>(g, lors(k), v, opt, s);
+  }
+  void update(int) {
+    auto in =
+        thrust::make_zip_iterator(thrust::make_tuple(x.data(), g.data(), sens.data()));
+    thrust::transform(detail::on(s), in, in + x.size(), x.data(), detail::update_op{});
+  }
+  void finish() { s.synchronize(); }
+  /// The image, downloaded (synchronises).
+  std::vector<float> image() const {
+    std::vector<float> h(x.size());
+    x.download(resproj::span<float>(h.data(), h.size()), s);
+    s.synchronize();
+    return h;
+  }
+};
+
+/// GPU backend of `osem` for sinogram data (subsets by view): uploads the
+/// data and computes the per-subset sensitivities from the uploaded m.
+struct gpu_sinogram_backend {
+  const scan &sc;
+  const sinogram_data &host;
+  gpu::stream_ref s;
+  device_scan ds;
+  gpu::device_buffer<float> y, m, a, q;
+  gpu::device_image<float> x, g;
+  std::vector<gpu::device_image<float>> sens;
+
+  gpu_sinogram_backend(const scan &scan_, const sinogram_data &d,
+                       const std::vector<float> &x0, gpu::stream_ref stream)
+      : sc(scan_), host(d), s(stream), ds(sc, s), y(detail::upload(d.y, s)),
+        m(detail::upload(d.m, s)), a(detail::upload(d.a, s)), q(max_count(), s),
+        x(sc.image, s), g(sc.image, s) {
+    if (x0.size() != x.size())
+      resproj::detail::throw_invalid("x0", "size does not match the image");
+    x.upload(resproj::span<const float>(x0.data(), x0.size()), s);
+    for (int k = 0; k < sc.num_subsets(); ++k) {
+      sens.emplace_back(sc.image, s);
+      sens.back().buffer().zero(s);
+      const auto src = ds.source(sc, k);
+      gpu::back<float>(
+          sens.back(), src,
+          resproj::span<const float>(m.data() + host.offset[std::size_t(k)], src.count),
+          s);
+    }
+  }
+  std::size_t max_count() const {
+    std::size_t c = 0;
+    for (int k = 0; k < sc.num_subsets(); ++k)
+      c = std::max(c, sc.subset_count(k));
+    return c;
+  }
+  int num_subsets() const { return sc.num_subsets(); }
+  gpu::launch_options options() const {
+    gpu::launch_options o;
+    o.rows = std::size_t(sc.layout.num_planes()); // neighbouring planes per warp
+    return o;
+  }
+  void forward(int k) {
+    gpu::forward<float>(x.cview(), ds.source(sc, k),
+                        q.span().subspan(0, sc.subset_count(k)), options(), s);
+  }
+  void ratio(int k) {
+    const std::size_t o = host.offset[std::size_t(k)], n = sc.subset_count(k);
+    auto in = thrust::make_zip_iterator(
+        thrust::make_tuple(q.data(), m.data() + o, a.data() + o, y.data() + o));
+    thrust::transform(detail::on(s), in, in + n, q.data(), detail::ratio_sino{});
+  }
+  void back(int k) {
+    g.buffer().zero(s);
+    gpu::back<float>(g, ds.source(sc, k),
+                     resproj::span<const float>(q.data(), sc.subset_count(k)), options(),
+                     s);
+  }
+  void update(int k) {
+    auto in = thrust::make_zip_iterator(
+        thrust::make_tuple(x.data(), g.data(), sens[std::size_t(k)].data()));
+    thrust::transform(detail::on(s), in, in + x.size(), x.data(), detail::update_op{});
+  }
+  void finish() { s.synchronize(); }
+  std::vector<float> image() const {
+    std::vector<float> h(x.size());
+    x.download(resproj::span<float>(h.data(), h.size()), s);
+    s.synchronize();
+    return h;
+  }
+};
+
+} // namespace resproj_examples
