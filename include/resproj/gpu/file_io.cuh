@@ -126,17 +126,8 @@ public:
   ///         runtime fails. Allocates nothing yet; does not block.
   explicit device_file_io(const file_io_options &options = {},
                           int device = current_device())
-      : options_(options), device_(device) {
-    if (options_.task_bytes == 0)
-      throw invalid_argument("options.task_bytes", "must be > 0");
-    if (options_.buffers_per_worker < 2)
-      throw invalid_argument("options.buffers_per_worker",
-                             "must be >= 2 (got " +
-                                 std::to_string(options_.buffers_per_worker) + ")");
-    device_guard guard(device_);
-    start_ = event();
-    small_done_ = event();
-  }
+      : options_(checked(options)), device_(device), start_(event_on(device)),
+        small_done_(event_on(device)) {}
 
   ~device_file_io() { synchronize_nothrow(); }
 
@@ -305,6 +296,21 @@ private:
     }
   };
 
+  static const file_io_options &checked(const file_io_options &o) {
+    if (o.task_bytes == 0)
+      throw invalid_argument("options.task_bytes", "must be > 0");
+    if (o.buffers_per_worker < 2)
+      throw invalid_argument("options.buffers_per_worker",
+                             "must be >= 2 (got " + std::to_string(o.buffers_per_worker) +
+                                 ")");
+    return o;
+  }
+
+  static event event_on(int device) {
+    device_guard guard(device);
+    return event();
+  }
+
   io::parallel_io_options pool_options() const {
     io::parallel_io_options po;
     po.threads = options_.threads;
@@ -405,9 +411,15 @@ private:
       const ssize_t got =
           writing ? a.write(handle.get(), dev, want, off_t(offset + done), off_t(done))
                   : a.read(handle.get(), dev, want, off_t(offset + done), off_t(done));
+      if (got < 0 && done == 0 && options_.gds == gds_mode::automatic) {
+        result.gds_problem = std::string(writing ? "cuFileWrite" : "cuFileRead") +
+                             " failed (" + std::to_string(got) + ")";
+        return false; // nothing transferred: the bounce path takes over
+      }
       if (got <= 0)
         throw io_error(
-            "resproj: " + path + ": " + (writing ? "cuFileWrite" : "cuFileRead") +
+            "resproj: " + path + ": GPUDirect Storage " +
+            (writing ? "cuFileWrite" : "cuFileRead") +
             (got == 0 ? " made no progress" : " failed (" + std::to_string(got) + ")") +
             " at offset " + std::to_string(offset + done));
       done += std::uint64_t(got);
@@ -421,10 +433,10 @@ private:
   file_io_options options_;
   int device_;
   std::mutex mutex_;
-  event start_{};
+  event start_;
   std::vector<std::unique_ptr<worker>> workers_;
   pinned_buffer<unsigned char> small_;
-  event small_done_{};
+  event small_done_;
 };
 
 namespace detail {
