@@ -1,0 +1,466 @@
+// Several GPUs: device sets, replicated images, projections split across
+// devices and the sum of the replicas. With one device the results equal the
+// single-device API; with more they equal one device within the rounding of
+// the reduction order. Tests that need two devices skip on one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/expect.hpp"
+#include "gpu/gpu_test_data.hpp"
+#include "gpu/gpu_test_util.hpp"
+#include "resproj/gpu/multi_device.cuh"
+#include "resproj/gpu/multi_device_projector.cuh"
+#include "resproj/gpu/multi_device_reduce.cuh"
+#include "resproj/resproj.hpp"
+
+namespace {
+
+namespace rp = resproj;
+namespace gpu = resproj::gpu;
+namespace rs = resproj::scanner;
+using resproj_test::expect_invalid;
+using resproj_test_gpu::relative_error;
+
+template <class T>
+std::vector<T> download(const gpu::device_buffer<T> &b, gpu::stream_ref s) {
+  std::vector<T> h(b.size());
+  b.copy_to_host(rp::span<T>(h.data(), h.size()), s);
+  s.synchronize();
+  return h;
+}
+
+std::vector<float> download(const gpu::device_image<float> &img, gpu::stream_ref s) {
+  std::vector<float> h(img.size());
+  img.download(rp::span<float>(h.data(), h.size()), s);
+  s.synchronize();
+  return h;
+}
+
+// ----------------------------------------------------------- host-only --
+
+TEST(multi_device_cpu, split_is_proportional_and_covers_everything) {
+  const auto r = gpu::split_lors(1000, 3, {1.0, 2.0, 1.0});
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].first, 0u);
+  EXPECT_EQ(r[0].count, 250u);
+  EXPECT_EQ(r[1].first, 250u);
+  EXPECT_EQ(r[1].count, 500u);
+  EXPECT_EQ(r[2].first, 750u);
+  EXPECT_EQ(r[2].count, 250u);
+  const auto g = gpu::split_lors(12 * 7, 5, {}, 7); // whole rows of 7
+  std::size_t next = 0;
+  for (const auto &x : g) {
+    EXPECT_EQ(x.first, next);
+    EXPECT_EQ(x.count % 7, 0u);
+    next += x.count;
+  }
+  EXPECT_EQ(next, 84u);
+  const auto z = gpu::split_lors(10, 2, {0.0, 1.0});
+  EXPECT_EQ(z[0].count, 0u);
+  EXPECT_EQ(z[1].count, 10u);
+  expect_invalid([] { gpu::split_lors(10, 2, {1.0}); }, "weights");
+  expect_invalid([] { gpu::split_lors(10, 2, {0.0, 0.0}); }, "weights");
+  expect_invalid([] { gpu::split_lors(10, 2, {1.0, -1.0}); }, "weights");
+  expect_invalid([] { gpu::split_lors(10, 2, {}, 3); }, "granule");
+}
+
+TEST(multi_device_cpu, bad_device_sets_are_rejected) {
+  expect_invalid([] { gpu::device_set s(std::vector<int>{}); }, "devices");
+  expect_invalid([] { gpu::device_set s({0, 0}); }, "devices");
+  expect_invalid([] { gpu::device_set s({gpu::device_count()}); }, "devices");
+  expect_invalid([] { gpu::device_set s({-1}); }, "devices");
+}
+
+// ------------------------------------------------------------- fixture --
+
+// Test problem resident on one device: a small scanner's sinogram
+// description, list-mode events (detector pairs + TOF bins), an image and
+// values to back-project.
+struct device_problem {
+  gpu::device_buffer<float> detectors;
+  gpu::device_buffer<std::int32_t> planes, views, pairs;
+  gpu::device_buffer<std::int16_t> bins;
+  rs::sinogram_source<float> sino;
+  rp::detector_pairs<float> events;
+};
+
+struct host_problem {
+  rs::polygon_scanner scanner = rs::small_test_scanner();
+  rs::sinogram_layout layout = rs::span1_sinogram(scanner, 3);
+  std::vector<std::int32_t> planes = layout.plane_table();
+  std::vector<float> detectors = scanner.detector_centres();
+  std::vector<std::int32_t> views;
+  std::vector<std::int32_t> pairs;
+  std::vector<std::int16_t> bins;
+  rp::image_geometry geometry =
+      rp::image_geometry::centred({30, 30, 12}, {3.0, 3.0, 2.0});
+  std::vector<float> image;
+  rp::tof_params<float> tof;
+  std::size_t num_events = 20000;
+
+  host_problem() {
+    const std::vector<int> v = rs::subset_views(layout, 0, 2);
+    views.assign(v.begin(), v.end());
+    image.resize(std::size_t(geometry.num_voxels()));
+    for (std::size_t i = 0; i < image.size(); ++i)
+      image[i] = 0.25f + float((i * 53) % 97) / 97.f;
+    tof.bin_width = 20.f;
+    tof.num_bins = 9;
+    tof.sigma = 25.f;
+    std::mt19937 rng(7);
+    const int nd = int(detectors.size() / 3);
+    std::uniform_int_distribution<int> det(0, nd - 1);
+    std::uniform_int_distribution<int> bin(-1, tof.num_bins);
+    for (std::size_t i = 0; i < num_events; ++i) {
+      const int a = det(rng);
+      int b = det(rng);
+      if (b == a)
+        b = (a + nd / 2) % nd;
+      pairs.push_back(a);
+      pairs.push_back(b);
+      bins.push_back(std::int16_t(bin(rng)));
+    }
+  }
+
+  template <class T> static rp::span<const T> cs(const std::vector<T> &v) {
+    return rp::span<const T>(v.data(), v.size());
+  }
+
+  device_problem upload(int device, gpu::stream_ref s) const {
+    const gpu::device_guard guard(device);
+    device_problem p{gpu::make_device_buffer(cs(detectors), s),
+                     gpu::make_device_buffer(cs(planes), s),
+                     gpu::make_device_buffer(cs(views), s),
+                     gpu::make_device_buffer(cs(pairs), s),
+                     gpu::make_device_buffer(cs(bins), s),
+                     {},
+                     {}};
+    p.sino = rs::make_sinogram_source<float>(
+        p.detectors.data(), detectors.size() / 3, layout.geometry(p.planes.data()),
+        p.views.data(), int(views.size()), 0, layout.num_planes());
+    p.events = rp::detector_pairs<float>(p.detectors.data(), detectors.size() / 3,
+                                         p.pairs.data(), num_events);
+    return p;
+  }
+};
+
+// Single-device reference results on device `device`.
+struct reference {
+  std::vector<float> fwd, fwd_tof, fwd_lm, back, back_tof, back_lm;
+};
+
+gpu::launch_options rows_of(const host_problem &h) {
+  gpu::launch_options o;
+  o.rows = std::size_t(h.layout.num_planes());
+  return o;
+}
+
+reference single_device(const host_problem &h, int device) {
+  const gpu::device_guard guard(device);
+  gpu::stream s(device);
+  const device_problem p = h.upload(device, s);
+  gpu::device_image<float> img(h.geometry, s);
+  img.upload(host_problem::cs(h.image), s);
+  const std::size_t n = p.sino.count, nb = std::size_t(h.tof.num_bins);
+  const auto opt = rows_of(h);
+  gpu::device_buffer<float> a(n, s), b(n * nb, s), c(h.num_events, s);
+  gpu::forward<float>(img, p.sino, a.span(), opt, s);
+  gpu::forward_tof_sino<float>(img, p.sino, h.tof, b.span(), opt, s);
+  gpu::forward_tof_lm<float>(img, p.events, p.bins.cspan(), h.tof, c.span(), s);
+  reference r;
+  r.fwd = download(a, s);
+  r.fwd_tof = download(b, s);
+  r.fwd_lm = download(c, s);
+  img.zero(s);
+  gpu::back<float>(img, p.sino, a.cspan(), opt, s);
+  r.back = download(img, s);
+  img.zero(s);
+  gpu::back_tof_sino<float>(img, p.sino, h.tof, b.cspan(), opt, s);
+  r.back_tof = download(img, s);
+  img.zero(s);
+  gpu::back_tof_lm<float>(img, p.events, p.bins.cspan(), h.tof, c.cspan(), s);
+  r.back_lm = download(img, s);
+  return r;
+}
+
+// Runs every multi-device projection on `devices` and compares with `ref`.
+// `exact`: forward results must be identical (one device); back projections
+// use atomics, so they are compared within float rounding.
+void check_against(const host_problem &h, const gpu::device_set &devices,
+                   const reference &ref, bool exact, gpu::reduce_method method,
+                   bool per_device_outputs) {
+  const int n = devices.size();
+  if (!per_device_outputs && !devices.all_peers())
+    return; // one shared output needs peer access from every device
+  gpu::stream_set streams(devices);
+  std::vector<device_problem> problems;
+  for (int i = 0; i < n; ++i)
+    problems.push_back(h.upload(devices.device(i), streams[i]));
+  gpu::replicated_image<float> img(devices, h.geometry, streams);
+  img.upload(host_problem::cs(h.image), streams);
+  gpu::replica_reducer<float> reducer(devices, h.geometry, streams, method);
+
+  std::vector<rs::sinogram_source<float>> sino;
+  std::vector<rp::detector_pairs<float>> events;
+  std::vector<rp::span<const std::int16_t>> bins;
+  for (auto &p : problems) {
+    sino.push_back(p.sino);
+    bins.push_back(p.bins.cspan());
+  }
+  const std::size_t lors = problems[0].sino.count, nb = std::size_t(h.tof.num_bins);
+  // List-mode: events as shares, device i holds events [i * m, (i + 1) * m).
+  const std::size_t share = (h.num_events + std::size_t(n) - 1) / std::size_t(n);
+  std::vector<rp::span<const std::int16_t>> share_bins;
+  for (int i = 0; i < n; ++i) {
+    const std::size_t first = std::min(h.num_events, share * std::size_t(i));
+    const std::size_t count = std::min(h.num_events - first, share);
+    events.push_back(problems[std::size_t(i)].events.subview(first, count));
+    share_bins.push_back(problems[std::size_t(i)].bins.cspan().subspan(first, count));
+  }
+  gpu::multi_options shares;
+  shares.input = gpu::lor_input::shares;
+
+  // Outputs: one array on the first device, or one per device.
+  std::vector<gpu::device_buffer<float>> a, b, c;
+  const int outputs = per_device_outputs ? n : 1;
+  for (int i = 0; i < outputs; ++i) {
+    const gpu::device_guard guard(devices.device(i));
+    a.emplace_back(lors, streams[i]);
+    b.emplace_back(lors * nb, streams[i]);
+    c.emplace_back(per_device_outputs ? events[std::size_t(i)].count : h.num_events,
+                   streams[i]);
+  }
+  auto spans = [](std::vector<gpu::device_buffer<float>> &v) {
+    std::vector<rp::span<float>> r;
+    for (auto &x : v)
+      r.push_back(x.span());
+    return r;
+  };
+  auto cspans = [](std::vector<gpu::device_buffer<float>> &v) {
+    std::vector<rp::span<const float>> r;
+    for (auto &x : v)
+      r.push_back(x.cspan());
+    return r;
+  };
+  const auto opt = rows_of(h);
+  gpu::forward<float>(img, sino, spans(a), opt, streams);
+  gpu::forward_tof_sino<float>(img, sino, h.tof, spans(b), opt, streams);
+  gpu::forward_tof_lm<float>(img, events, share_bins, h.tof, spans(c), {}, streams,
+                             shares);
+
+  // Gather the forward results: replicated input, so per-device outputs are
+  // indexed like the whole call and device i filled its range.
+  auto gather = [&](std::vector<gpu::device_buffer<float>> &v, std::size_t per_lor,
+                    bool share_mode) {
+    if (v.size() == 1)
+      return download(v[0], streams[0]);
+    std::vector<float> all;
+    const auto ranges =
+        gpu::split_lors(lors, n, {}, lors / std::size_t(h.layout.num_planes()));
+    for (int i = 0; i < n; ++i) {
+      const auto part = download(v[std::size_t(i)], streams[i]);
+      if (share_mode) {
+        all.insert(all.end(), part.begin(), part.end());
+      } else {
+        const auto r = ranges[std::size_t(i)];
+        all.insert(all.end(), part.begin() + std::ptrdiff_t(r.first * per_lor),
+                   part.begin() + std::ptrdiff_t((r.first + r.count) * per_lor));
+      }
+    }
+    return all;
+  };
+  const auto fa = gather(a, 1, false), fb = gather(b, nb, false), fc = gather(c, 1, true);
+  if (exact) {
+    EXPECT_EQ(fa, ref.fwd);
+    EXPECT_EQ(fb, ref.fwd_tof);
+    EXPECT_EQ(fc, ref.fwd_lm);
+  } else {
+    // Parts may use other lanes per LOR than the whole call: rounding only.
+    EXPECT_LT(relative_error(fa, ref.fwd, 0), 1e-5);
+    EXPECT_LT(relative_error(fb, ref.fwd_tof, 0), 1e-5);
+    EXPECT_LT(relative_error(fc, ref.fwd_lm, 0), 1e-5);
+  }
+
+  // Back projections of the reference forward results (uploaded to device
+  // 0, read by the others through peer access when they have it; one copy
+  // per device otherwise).
+  auto values_for = [&](const std::vector<float> &v) {
+    std::vector<gpu::device_buffer<float>> d;
+    const int copies = devices.all_peers() ? 1 : n;
+    for (int i = 0; i < copies; ++i) {
+      const gpu::device_guard guard(devices.device(i));
+      d.push_back(gpu::make_device_buffer(host_problem::cs(v), streams[i]));
+    }
+    return d;
+  };
+  auto va = values_for(ref.fwd), vb = values_for(ref.fwd_tof),
+       vc = values_for(ref.fwd_lm);
+  for (int root : {gpu::all_replicas, n - 1}) {
+    const int check = root < 0 ? 0 : root;
+    auto run = [&](auto &&project, const std::vector<float> &expected, const char *what) {
+      img.zero(streams);
+      project();
+      reducer.sum(img, streams, root);
+      const auto got = download(img.replica(check), streams[check]);
+      EXPECT_LT(relative_error(got, expected, 0), 2e-6) << what << " root " << root;
+      if (root < 0) // every replica holds the same sum
+        for (int i = 0; i < n; ++i)
+          EXPECT_LT(relative_error(download(img.replica(i), streams[i]), expected, 0),
+                    2e-6)
+              << what << " replica " << i;
+    };
+    run([&] { gpu::back<float>(img, sino, cspans(va), opt, streams); }, ref.back, "back");
+    run([&] { gpu::back_tof_sino<float>(img, sino, h.tof, cspans(vb), opt, streams); },
+        ref.back_tof, "back_tof_sino");
+    // List-mode values in the call's order (the shares' concatenation).
+    std::vector<rp::span<const float>> lm_values;
+    if (va.size() == 1) {
+      lm_values = cspans(vc);
+    } else {
+      for (int i = 0; i < n; ++i)
+        lm_values.push_back(vc[std::size_t(i)].cspan().subspan(
+            events[0].count * std::size_t(i), events[std::size_t(i)].count));
+    }
+    run(
+        [&] {
+          gpu::back_tof_lm<float>(img, events, share_bins, h.tof, lm_values, {}, streams,
+                                  shares);
+        },
+        ref.back_lm, "back_tof_lm");
+  }
+  streams.synchronize();
+}
+
+class multi_device : public gpu_test {};
+
+TEST_F(multi_device, one_device_equals_the_single_device_api) {
+  const host_problem h;
+  const reference ref = single_device(h, 0);
+  const gpu::device_set one({0});
+  check_against(h, one, ref, true, gpu::reduce_method::automatic, false);
+  check_against(h, one, ref, true, gpu::reduce_method::automatic, true);
+}
+
+TEST_F(multi_device, every_device_matches_one_device) {
+  if (gpu::device_count() < 2)
+    GTEST_SKIP() << "needs 2 CUDA devices, found " << gpu::device_count();
+  const host_problem h;
+  const reference ref = single_device(h, 0);
+  const gpu::device_set all = gpu::device_set::all();
+  std::vector<gpu::reduce_method> methods = {gpu::reduce_method::automatic,
+                                             gpu::reduce_method::host_staged};
+  if (all.all_peers())
+    methods.push_back(gpu::reduce_method::peer);
+#if defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL
+  methods.push_back(gpu::reduce_method::nccl);
+#endif
+  for (const auto m : methods) {
+    SCOPED_TRACE("reduce method " + std::to_string(int(m)));
+    check_against(h, all, ref, false, m, false);
+    check_against(h, all, ref, false, m, true);
+  }
+  // Every pair of devices in reverse order, and uneven weights.
+  const gpu::device_set pair({all.device(1), all.device(0)});
+  check_against(h, pair, ref, false, gpu::reduce_method::automatic, true);
+}
+
+TEST_F(multi_device, uneven_weights_split_whole_rows) {
+  const host_problem h;
+  const reference ref = single_device(h, 0);
+  const gpu::device_set devices = gpu::device_set::all();
+  gpu::stream_set streams(devices);
+  std::vector<device_problem> problems;
+  std::vector<rs::sinogram_source<float>> sino;
+  for (int i = 0; i < devices.size(); ++i) {
+    problems.push_back(h.upload(devices.device(i), streams[i]));
+    sino.push_back(problems.back().sino);
+  }
+  gpu::replicated_image<float> img(devices, h.geometry, streams);
+  img.upload(host_problem::cs(h.image), streams);
+  gpu::device_buffer<float> out(sino[0].count, streams[0]);
+  gpu::multi_options m;
+  m.weights.assign(std::size_t(devices.size()), 1.0);
+  m.weights[0] = 3.0;
+  gpu::forward<float>(img, sino, {out.span()}, rows_of(h), streams, m);
+  streams.synchronize();
+  EXPECT_LT(relative_error(download(out, streams[0]), ref.fwd, 0), 1e-5);
+}
+
+TEST_F(multi_device, bad_arguments_are_rejected_before_any_work) {
+  const host_problem h;
+  const gpu::device_set devices = gpu::device_set::all();
+  const int n = devices.size();
+  gpu::stream_set streams(devices);
+  std::vector<device_problem> problems;
+  std::vector<rs::sinogram_source<float>> sino;
+  for (int i = 0; i < n; ++i) {
+    problems.push_back(h.upload(devices.device(i), streams[i]));
+    sino.push_back(problems.back().sino);
+  }
+  gpu::replicated_image<float> img(devices, h.geometry, streams);
+  img.zero(streams);
+  gpu::device_buffer<float> out(sino[0].count, streams[0]);
+  std::vector<float> host_out(sino[0].count);
+  const std::vector<rp::span<float>> outs = {out.span()};
+  std::vector<gpu::stream_ref> too_few(streams.refs().begin(), streams.refs().end() - 1);
+  expect_invalid([&] { gpu::forward<float>(img, sino, outs, {}, too_few); }, "streams");
+  expect_invalid(
+      [&] {
+        gpu::forward<float>(
+            img, sino, {rp::span<float>(host_out.data(), host_out.size())}, {}, streams);
+      },
+      "out");
+  expect_invalid(
+      [&] { gpu::forward<float>(img, sino, {out.span().subspan(0, 5)}, {}, streams); },
+      "out");
+  auto short_list = sino;
+  short_list.pop_back();
+  expect_invalid([&] { gpu::forward<float>(img, short_list, outs, {}, streams); },
+                 "lors");
+  gpu::multi_options w;
+  w.weights = {1.0,  2.0,  3.0,  4.0,  5.0,  6.0,  7.0,  8.0, 9.0,
+               10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0};
+  expect_invalid([&] { gpu::forward<float>(img, sino, outs, {}, streams, w); },
+                 "weights");
+  gpu::replica_reducer<float> reducer(devices, h.geometry, streams);
+  expect_invalid([&] { reducer.sum(img, streams, n); }, "root");
+#if !(defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL)
+  expect_invalid(
+      [&] {
+        gpu::replica_reducer<float> r(devices, h.geometry, streams,
+                                      gpu::reduce_method::nccl);
+      },
+      "method");
+#endif
+  if (n < 2)
+    return; // the wrong-device checks need a second device
+  // Device 1's source pointing at device 0's tables.
+  auto wrong = sino;
+  wrong[1] = sino[0];
+  expect_invalid([&] { gpu::forward<float>(img, wrong, outs, {}, streams); },
+                 "lors[1].detectors");
+  // Streams in the wrong order.
+  std::vector<gpu::stream_ref> swapped = streams.refs();
+  std::swap(swapped[0], swapped[1]);
+  expect_invalid([&] { gpu::forward<float>(img, sino, outs, {}, swapped); },
+                 "streams[0]");
+  // Per-device outputs: entry 1 on device 0 is usable only through peer
+  // access.
+  if (!devices.peer_access(1, 0)) {
+    gpu::device_buffer<float> out1(sino[0].count, streams[0]);
+    expect_invalid(
+        [&] {
+          gpu::forward<float>(img, sino, {out.span(), out1.span()}, {}, streams);
+        },
+        "out[1]");
+  }
+  streams.synchronize();
+}
+
+} // namespace
