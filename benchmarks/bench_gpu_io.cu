@@ -6,11 +6,13 @@
 //                            file (the bus limit)
 //   io/read/naive            std::ifstream into a pageable std::vector, then
 //                            one cudaMemcpy (warm cache)
-//   io/read/threads:N        resproj device_file_io, N = 1, 2, 4, 8, 16 (warm)
+//   io/read/threads:N/task_mib:M  resproj device_file_io, N = 1, 2, 4, 8, 16
+//                            threads with 4 MiB tasks, and 8 threads with 1 and
+//                            16 MiB tasks (warm)
 //   io/read-cold/pread       plain sequential pread into pinned memory, no
 //                            GPU copy, file dropped from the page cache
 //                            before each iteration (the disk's own rate)
-//   io/read-cold/resproj     resproj read, default threads, same cold cache
+//   io/read-cold/resproj     resproj read (8 threads, 4 MiB), same cold cache
 //   io/write/resproj         device -> file with resproj (into the page cache)
 //   io/write/naive           cudaMemcpy into a pageable vector + std::ofstream
 //
@@ -131,6 +133,7 @@ void bm_read_resproj(benchmark::State &state, bool cold) {
     io_problem &p = problem();
     gpu::file_io_options opt;
     opt.threads = unsigned(state.range(0)); // 0: default
+    opt.task_bytes = std::size_t(state.range(1)) << 20;
     opt.gds = gpu::gds_mode::bounce;
     gpu::device_file_io io(opt);
     unsigned threads = 0;
@@ -229,16 +232,22 @@ void register_all() {
       ->ReportAggregatesOnly(true);
   for (int threads : {1, 2, 4, 8, 16})
     io_defaults(RegisterBenchmark("io/read", bm_read_resproj, false))
-        ->ArgName("threads")
-        ->Arg(threads)
+        ->ArgNames({"threads", "task_mib"})
+        ->Args({threads, 4})
+        ->Repetitions(3)
+        ->ReportAggregatesOnly(true);
+  for (int task_mib : {1, 16}) // task (= bounce buffer) size at the default thread count
+    io_defaults(RegisterBenchmark("io/read", bm_read_resproj, false))
+        ->ArgNames({"threads", "task_mib"})
+        ->Args({8, task_mib})
         ->Repetitions(3)
         ->ReportAggregatesOnly(true);
   io_defaults(RegisterBenchmark("io/read-cold/pread", bm_read_cold_pread))
       ->Iterations(3)
       ->Repetitions(1);
   io_defaults(RegisterBenchmark("io/read-cold/resproj", bm_read_resproj, true))
-      ->ArgName("threads")
-      ->Arg(0)
+      ->ArgNames({"threads", "task_mib"})
+      ->Args({8, 4})
       ->Iterations(3)
       ->Repetitions(1);
   io_defaults(RegisterBenchmark("io/write/resproj", bm_write_resproj))
