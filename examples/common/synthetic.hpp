@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <unordered_map>
 #include <vector>
@@ -53,8 +54,22 @@ inline float lor_correction(const corrections &c, std::int32_t da, std::int32_t 
 /// the chosen background fraction; returns y = expected counts, m, a.
 /// @throws resproj::invalid_argument ("x", "c.mu", "settings") for wrong
 ///         sizes or settings.
+/// `project(subset, image, out)` forward projects `image` over the subset's
+/// LORs into `out` (default: the CPU backend; the demo passes the GPU one).
+using subset_projector =
+    std::function<void(int, const std::vector<float> &, resproj::span<float>)>;
+
+inline subset_projector cpu_subset_projector(const scan &sc) {
+  return [&sc](int s, const std::vector<float> &img, resproj::span<float> out) {
+    resproj::cpu::forward<float>(detail::cview_of(img, sc.image), sc.source(s), out);
+  };
+}
+
 inline sinogram_data sinogram_model(const scan &sc, const std::vector<float> &x,
-                                    corrections &c, const synthetic_settings &settings) {
+                                    corrections &c, const synthetic_settings &settings,
+                                    subset_projector project = {}) {
+  if (!project)
+    project = cpu_subset_projector(sc);
   const std::size_t nv = std::size_t(sc.image.num_voxels());
   if (x.size() != nv)
     resproj::detail::throw_invalid("x", "size does not match the image");
@@ -84,10 +99,8 @@ inline sinogram_data sinogram_model(const scan &sc, const std::vector<float> &x,
   for (int s = 0; s < sc.num_subsets(); ++s) {
     const std::size_t o = d.offset[std::size_t(s)], k = sc.subset_count(s);
     att.resize(k);
-    resproj::cpu::forward<float>(detail::cview_of(c.mu, sc.image), sc.source(s),
-                                 resproj::span<float>(att.data(), k));
-    resproj::cpu::forward<float>(detail::cview_of(x, sc.image), sc.source(s),
-                                 resproj::span<float>(d.y.data() + o, k));
+    project(s, c.mu, resproj::span<float>(att.data(), k));
+    project(s, x, resproj::span<float>(d.y.data() + o, k));
     for (std::size_t i = 0; i < k; ++i) {
       std::int32_t da, db;
       sc.detector_pair(s, i, da, db);
@@ -125,10 +138,24 @@ inline void add_poisson_noise(sinogram_data &d, std::uint32_t seed) {
 /// bin 0. Returns pairs and bins (no corrections; see
 /// `listmode_corrections`).
 /// @throws resproj::invalid_argument ("model") if it holds no counts.
+/// `profiles(image, events, tof, out)` computes the TOF sinogram forward
+/// projection of `image` over the event LORs (`out[i * N + j]`); default:
+/// the CPU backend.
+using tof_profiler =
+    std::function<void(const std::vector<float> &, const resproj::detector_pairs<float> &,
+                       const resproj::tof_params<float> &, resproj::span<float>)>;
+
 inline listmode_data draw_events(const scan &sc, const sinogram_data &model,
                                  const std::vector<float> &x,
                                  const resproj::tof_params<float> &tof,
-                                 std::size_t num_events, std::uint32_t seed) {
+                                 std::size_t num_events, std::uint32_t seed,
+                                 tof_profiler profiles = {}) {
+  if (!profiles)
+    profiles = [&sc](const std::vector<float> &img,
+                     const resproj::detector_pairs<float> &l,
+                     const resproj::tof_params<float> &t, resproj::span<float> out) {
+      resproj::cpu::forward_tof_sino<float>(detail::cview_of(img, sc.image), l, t, out);
+    };
   const std::size_t n = model.y.size();
   std::vector<double> cum(n);
   double total = 0;
@@ -158,14 +185,13 @@ inline listmode_data draw_events(const scan &sc, const sinogram_data &model,
   if (tof.num_bins <= 0)
     return lm;
   // TOF bins from each event LOR's TOF profile, in chunks of events.
-  const std::size_t N = std::size_t(tof.num_bins), chunk = 1 << 16;
+  const std::size_t N = std::size_t(tof.num_bins), chunk = 1 << 20;
   std::vector<float> prof(chunk * N);
   for (std::size_t e0 = 0; e0 < num_events; e0 += chunk) {
     const std::size_t k = std::min(chunk, num_events - e0);
     const resproj::detector_pairs<float> lors(sc.detectors.data(), sc.num_detectors(),
                                               lm.pairs.data() + 2 * e0, k);
-    resproj::cpu::forward_tof_sino<float>(detail::cview_of(x, sc.image), lors, tof,
-                                          resproj::span<float>(prof.data(), k * N));
+    profiles(x, lors, tof, resproj::span<float>(prof.data(), k * N));
     for (std::size_t j = 0; j < k; ++j) {
       const float *p = prof.data() + j * N;
       double sum = 0;
