@@ -21,6 +21,8 @@
 /// stream before the call. Writes: the data are taken from the device after
 /// work queued before the call on the caller's stream; when the call returns
 /// the file holds them. The GDS path synchronises the caller's stream first.
+/// None of these calls may be made while the caller's stream is being
+/// captured into a graph (they block on file I/O and order private streams).
 #pragma once
 
 #include <cuda_runtime_api.h>
