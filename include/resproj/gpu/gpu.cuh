@@ -7,6 +7,7 @@
 #include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
+#include "resproj/gpu/file_io.cuh"
 #include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/lor_streamer.cuh"
