@@ -1,0 +1,464 @@
+// Multi-GPU benchmarks (issue 7) on the reference problems
+// (spec/benchmark-problems.md), float images, box phantom, one image replica
+// per device, LORs split equally across the devices:
+//
+//   multi/dmi-full/forward/devices:K     dmi-full as a sinogram description
+//                                        (detector, plane and view tables on
+//                                        every device), lanes along planes
+//   multi/dmi-full/back/devices:K        the same, back projection into each
+//                                        replica + the sum of the replicas
+//                                        (every replica holds it)
+//   multi/dmi-tof-lm/forward/devices:K   dmi-tof-lm: 1e7 events (the events
+//                                        of bench_gpu_tof, as detector pairs
+//                                        + 16-bit bins, resident on every
+//                                        device), TOF list-mode forward
+//   multi/dmi-tof-lm/back/devices:K      the same, back + sum of replicas
+//   multi/reduce/devices:K/method:M      the sum of K replicas alone
+//                                        (M = nccl, peer, host_staged)
+//
+// K = 1, 2, 4, 8 up to the number of visible devices. Timing: the streams of
+// every device are idle at the start event (on device 0); every device's
+// stream is joined into device 0's stream before the stop event, so the time
+// covers all devices (UseManualTime, 5 repetitions, read the `_median`
+// rows). items_per_second = LORs (events) per second. Back projections use
+// values all 1; the replicas are zeroed outside the timed region. Counters
+// devD_start_ms / devD_proj_end_ms / devD_end_ms: when device D's stream
+// became ready, finished its projection, and finished everything (sum
+// included), in ms from the start on the host's clock plus CUDA events of
+// that device (a serial host loop would show device 1 starting where
+// device 0 ends). After the runs, a table of speed-ups over one device.
+//
+// Set NCCL_NVLS_ENABLE=0 in the environment (NVLink multicast stays off).
+// Without a CUDA device the program prints a message and exits with 0.
+// Exit code 2 if any benchmark reported an error.
+
+#include <benchmark/benchmark.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/bench_support.hpp"
+#include "common/phantom.hpp"
+#include "resproj/gpu/gpu.cuh"
+#include "resproj/gpu/multi_device.cuh"
+#include "resproj/gpu/multi_device_projector.cuh"
+#include "resproj/gpu/multi_device_reduce.cuh"
+#include "resproj/scanner/dmi.hpp"
+#include "resproj/scanner/sinogram_source.hpp"
+
+namespace {
+
+namespace rp = resproj;
+namespace gpu = resproj::gpu;
+namespace rb = resproj_bench;
+namespace rs = resproj::scanner;
+
+/// DMI TOF parameters (spec/benchmark-problems.md, "TOF"; as bench_gpu_tof).
+rp::tof_params<float> dmi_tof() {
+  rp::tof_params<float> t;
+  t.num_bins = 29;
+  t.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
+  t.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 24.51 mm
+  t.num_sigmas = 3;
+  t.center_offset = 0;
+  return t;
+}
+
+constexpr std::size_t lm_events = 10000000;
+constexpr std::uint64_t lm_seed = 20261129; // the events of bench_gpu_tof
+constexpr int dmi_planes = 1296;
+
+/// Host tables shared by every device set (made once).
+struct host_tables {
+  std::vector<float> detectors;
+  std::vector<std::int32_t> planes, views, pairs;
+  std::vector<std::int16_t> bins;
+  rs::sinogram_layout layout = rs::dmi_sinogram();
+
+  host_tables() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto scanner = rs::dmi();
+    detectors = scanner.detector_centres();
+    planes = layout.plane_table();
+    const auto v = rs::subset_views(layout, 0, 1); // every view
+    views.assign(v.begin(), v.end());
+    const auto g = layout.geometry(planes.data());
+    const std::uint64_t per_plane =
+        std::uint64_t(layout.num_views) * std::uint64_t(layout.num_radial);
+    const std::uint64_t total = per_plane * std::uint64_t(layout.num_planes());
+    pairs.resize(2 * lm_events);
+    bins.resize(lm_events);
+    constexpr std::size_t block = 65536; // one seeded generator per block
+    const std::size_t blocks = (lm_events + block - 1) / block;
+    rb::parallel_ranges(blocks, [&](std::size_t b0, std::size_t nblk) {
+      for (std::size_t k = b0; k < b0 + nblk; ++k) {
+        std::mt19937_64 rng(lm_seed + 7919 * k);
+        std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
+        std::uniform_int_distribution<int> bin(8, 20);
+        const std::size_t last = std::min(lm_events, (k + 1) * block);
+        for (std::size_t i = k * block; i < last; ++i) {
+          const std::uint64_t idx = pick(rng);
+          const int plane = int(idx / per_plane);
+          const std::uint64_t rest = idx % per_plane;
+          int da, db;
+          g.detector_pair(plane, int(rest / std::uint64_t(layout.num_radial)),
+                          int(rest % std::uint64_t(layout.num_radial)), da, db);
+          pairs[2 * i] = da;
+          pairs[2 * i + 1] = db;
+          bins[i] = std::int16_t(bin(rng));
+        }
+      }
+    });
+    std::fprintf(
+        stderr, "multi: tables and %zu events generated in %.2f s\n", lm_events,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+};
+
+template <class T> rp::span<const T> cs(const std::vector<T> &v) {
+  return rp::span<const T>(v.data(), v.size());
+}
+
+/// What one device holds: tables, events, full-size outputs and ones
+/// (per-device arrays are indexed like the whole call).
+struct device_part {
+  gpu::device_buffer<float> detectors, out, ones;
+  gpu::device_buffer<std::int32_t> planes, views, pairs;
+  gpu::device_buffer<std::int16_t> bins;
+  gpu::device_buffer<float> lm_out, lm_ones;
+  rs::sinogram_source<float> sino;
+  rp::detector_pairs<float> events;
+
+  device_part(const host_tables &h, gpu::stream_ref s) {
+    detectors = gpu::make_device_buffer(cs(h.detectors), s);
+    planes = gpu::make_device_buffer(cs(h.planes), s);
+    views = gpu::make_device_buffer(cs(h.views), s);
+    pairs = gpu::make_device_buffer(cs(h.pairs), s);
+    bins = gpu::make_device_buffer(cs(h.bins), s);
+    sino = rs::make_sinogram_source<float>(detectors.data(), h.detectors.size() / 3,
+                                           h.layout.geometry(planes.data()), views.data(),
+                                           int(h.views.size()), 0, h.layout.num_planes());
+    events = rp::detector_pairs<float>(detectors.data(), h.detectors.size() / 3,
+                                       pairs.data(), lm_events);
+    out = gpu::device_buffer<float>(sino.count, s);
+    ones = gpu::device_buffer<float>(sino.count, s);
+    ones.fill(1.0f, s);
+    lm_out = gpu::device_buffer<float>(lm_events, s);
+    lm_ones = gpu::device_buffer<float>(lm_events, s);
+    lm_ones.fill(1.0f, s);
+  }
+};
+
+/// A set of the first K devices with its replicated image and parts.
+struct multi_problem {
+  gpu::device_set devices;
+  gpu::stream_set streams;
+  gpu::replicated_image<float> image;
+  std::vector<device_part> parts;
+  std::map<int, std::unique_ptr<gpu::replica_reducer<float>>> reducers;
+  std::vector<rs::sinogram_source<float>> sino;
+  std::vector<rp::detector_pairs<float>> events;
+  std::vector<rp::span<float>> out, lm_out;
+  std::vector<rp::span<const float>> ones, lm_ones;
+  std::vector<rp::span<const std::int16_t>> bins;
+  // Timeline events (timing) per device: ready, projection done, all done.
+  std::vector<gpu::event> ready, proj_end, end, join;
+
+  static std::vector<int> first(int k) {
+    std::vector<int> ids(static_cast<std::size_t>(k));
+    for (int i = 0; i < k; ++i)
+      ids[std::size_t(i)] = i;
+    return ids;
+  }
+
+  multi_problem(const host_tables &h, int k)
+      : devices(first(k)), streams(devices),
+        image(devices, rb::reference_image_geometry(), streams) {
+    const auto phantom = rb::box_phantom<float>(image.geometry());
+    image.upload(cs(phantom), streams);
+    for (int i = 0; i < k; ++i) {
+      const gpu::device_guard guard(devices.device(i));
+      parts.emplace_back(h, streams[i]);
+      device_part &p = parts.back();
+      sino.push_back(p.sino);
+      events.push_back(p.events);
+      out.push_back(p.out.span());
+      lm_out.push_back(p.lm_out.span());
+      ones.push_back(p.ones.cspan());
+      lm_ones.push_back(p.lm_ones.cspan());
+      bins.push_back(p.bins.cspan());
+      ready.emplace_back(true);
+      proj_end.emplace_back(true);
+      end.emplace_back(true);
+      join.emplace_back(false);
+    }
+    streams.synchronize();
+  }
+
+  gpu::replica_reducer<float> &reducer(gpu::reduce_method m) {
+    auto &slot = reducers[int(m)];
+    if (!slot)
+      slot = std::make_unique<gpu::replica_reducer<float>>(devices, image.geometry(),
+                                                           streams, m);
+    return *slot;
+  }
+};
+
+std::unique_ptr<host_tables> g_host;
+std::map<int, std::unique_ptr<multi_problem>> g_problems;
+
+multi_problem &problem(int k) {
+  if (!g_host)
+    g_host = std::make_unique<host_tables>();
+  auto &slot = g_problems[k];
+  if (!slot)
+    slot = std::make_unique<multi_problem>(*g_host, k);
+  return *slot;
+}
+
+void release_problems() noexcept {
+  try {
+    for (auto &p : g_problems)
+      p.second->streams.synchronize();
+  } catch (...) {
+  }
+  g_problems.clear();
+  g_host.reset();
+}
+
+/// Times `project` then `finish` (both enqueue on every stream of `p`), per
+/// iteration after `setup` and a full synchronisation; the stop event on
+/// device 0 follows every device's work. Sets the timeline counters of the
+/// last iteration.
+template <class Setup, class Project, class Finish>
+void time_multi(benchmark::State &state, multi_problem &p, Setup &&setup,
+                Project &&project, Finish &&finish) {
+  const int n = p.devices.size();
+  const gpu::stream_ref s0 = p.streams[0];
+  const gpu::device_guard guard(p.devices.device(0));
+  gpu::event start(true), stop(true);
+  auto once = [&](std::vector<double> &host_ready_ms) {
+    setup();
+    p.streams.synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    start.record(s0);
+    for (int i = 0; i < n; ++i) {
+      p.ready[std::size_t(i)].record(p.streams[i]);
+      host_ready_ms[std::size_t(i)] =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+              .count();
+    }
+    project();
+    for (int i = 0; i < n; ++i)
+      p.proj_end[std::size_t(i)].record(p.streams[i]);
+    finish();
+    for (int i = 0; i < n; ++i) {
+      p.end[std::size_t(i)].record(p.streams[i]);
+      if (i > 0) {
+        p.join[std::size_t(i)].record(p.streams[i]);
+        p.join[std::size_t(i)].make_wait(s0);
+      }
+    }
+    stop.record(s0);
+    stop.synchronize();
+  };
+  std::vector<double> host_ready_ms(std::size_t(n), 0.0);
+  once(host_ready_ms); // warm-up
+  for (auto _ : state) {
+    once(host_ready_ms);
+    state.SetIterationTime(double(gpu::event::elapsed_ms(start, stop)) * 1e-3);
+  }
+  for (int i = 0; i < n; ++i) {
+    const std::size_t k = std::size_t(i);
+    const std::string d = "dev" + std::to_string(i);
+    p.end[k].synchronize();
+    state.counters[d + "_start_ms"] = host_ready_ms[k];
+    state.counters[d + "_proj_end_ms"] =
+        host_ready_ms[k] + double(gpu::event::elapsed_ms(p.ready[k], p.proj_end[k]));
+    state.counters[d + "_end_ms"] =
+        host_ready_ms[k] + double(gpu::event::elapsed_ms(p.ready[k], p.end[k]));
+  }
+}
+
+gpu::launch_options plane_rows() {
+  gpu::launch_options o;
+  o.rows = dmi_planes; // [plane][view][radial]: lanes along planes
+  return o;
+}
+
+void bm_full(benchmark::State &state, bool back, int k) {
+  rb::guarded(state, [&] {
+    multi_problem &p = problem(k);
+    const auto opt = plane_rows();
+    if (back) {
+      auto &reducer = p.reducer(gpu::reduce_method::automatic);
+      time_multi(
+          state, p, [&] { p.image.zero(p.streams); },
+          [&] { gpu::back<float>(p.image, p.sino, p.ones, opt, p.streams); },
+          [&] { reducer.sum(p.image, p.streams); });
+    } else {
+      time_multi(
+          state, p, [] {},
+          [&] { gpu::forward<float>(p.image, p.sino, p.out, opt, p.streams); }, [] {});
+    }
+    state.SetItemsProcessed(std::int64_t(state.iterations()) *
+                            std::int64_t(p.sino[0].count));
+  });
+}
+
+void bm_lm(benchmark::State &state, bool back, int k) {
+  rb::guarded(state, [&] {
+    multi_problem &p = problem(k);
+    const auto tof = dmi_tof();
+    const gpu::launch_options opt{};
+    if (back) {
+      auto &reducer = p.reducer(gpu::reduce_method::automatic);
+      time_multi(
+          state, p, [&] { p.image.zero(p.streams); },
+          [&] {
+            gpu::back_tof_lm<float>(p.image, p.events, p.bins, tof, p.lm_ones, opt,
+                                    p.streams);
+          },
+          [&] { reducer.sum(p.image, p.streams); });
+    } else {
+      time_multi(
+          state, p, [] {},
+          [&] {
+            gpu::forward_tof_lm<float>(p.image, p.events, p.bins, tof, p.lm_out, opt,
+                                       p.streams);
+          },
+          [] {});
+    }
+    state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(lm_events));
+  });
+}
+
+void bm_reduce(benchmark::State &state, gpu::reduce_method m, int k) {
+  rb::guarded(state, [&] {
+    multi_problem &p = problem(k);
+    auto &reducer = p.reducer(m);
+    time_multi(
+        state, p, [&] { p.image.fill(1.0f, p.streams); }, [] {},
+        [&] { reducer.sum(p.image, p.streams); });
+    state.counters["MB"] = double(p.image.num_voxels() * sizeof(float)) * 1e-6;
+  });
+}
+
+/// Console reporter that counts failed runs and keeps the median LORs/s.
+class multi_reporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const Run &r : runs) {
+      if (rb::run_failed(r, 0))
+        ++failed_;
+      else if (r.aggregate_name == "median")
+        times_ms_[r.run_name.str()] = r.GetAdjustedRealTime() * 1e-3; // us -> ms
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  int failed() const { return failed_; }
+
+  /// Speed-up of every "devices:K" run over "devices:1".
+  void print_speedups() const {
+    std::printf("\nmulti-GPU speed-up over one device (median times)\n");
+    for (const auto &entry : times_ms_) {
+      const std::string &name = entry.first;
+      const auto at = name.find("devices:");
+      if (at == std::string::npos)
+        continue;
+      auto end = name.find('/', at);
+      if (end == std::string::npos)
+        end = name.size();
+      if (name.substr(at, end - at) == "devices:1")
+        continue;
+      std::string one = name;
+      one.replace(at, end - at, "devices:1");
+      const auto base = times_ms_.find(one);
+      if (base == times_ms_.end())
+        continue;
+      std::printf("  %-48s %9.3f ms  vs %9.3f ms  x%.2f\n", name.c_str(), entry.second,
+                  base->second, base->second / entry.second);
+    }
+  }
+
+private:
+  int failed_ = 0;
+  std::map<std::string, double> times_ms_;
+};
+
+void register_all(int max_devices) {
+  using benchmark::RegisterBenchmark;
+  std::vector<int> counts;
+  for (int k = 1; k <= max_devices; k *= 2)
+    counts.push_back(k);
+  auto add = [&](const std::string &name, auto fn, auto arg) {
+    for (int k : counts)
+      rb::configure(RegisterBenchmark((name + "/devices:" + std::to_string(k)).c_str(),
+                                      fn, arg, k));
+  };
+  add("multi/dmi-full/forward", bm_full, false);
+  add("multi/dmi-full/back", bm_full, true);
+  add("multi/dmi-tof-lm/forward", bm_lm, false);
+  add("multi/dmi-tof-lm/back", bm_lm, true);
+  for (int k : counts) {
+    if (k == 1)
+      continue;
+    const std::string base = "multi/reduce/devices:" + std::to_string(k);
+#if defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL
+    rb::configure(RegisterBenchmark((base + "/method:nccl").c_str(), bm_reduce,
+                                    gpu::reduce_method::nccl, k));
+#endif
+    rb::configure(RegisterBenchmark((base + "/method:peer").c_str(), bm_reduce,
+                                    gpu::reduce_method::peer, k));
+    rb::configure(RegisterBenchmark((base + "/method:host_staged").c_str(), bm_reduce,
+                                    gpu::reduce_method::host_staged, k));
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const bool list_only = rb::lists_only(argc, argv);
+  if (!rb::initialize_with_defaults(argc, argv))
+    return 1;
+  const int devices = gpu::device_count();
+  if (devices == 0 && !list_only) {
+    std::printf("no CUDA device: GPU benchmarks skipped\n");
+    return 0;
+  }
+  int exit_code = 0;
+  multi_reporter reporter;
+  try {
+    if (devices > 0) {
+      cudaDeviceProp prop{};
+      RESPROJ_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
+      benchmark::AddCustomContext("gpu", prop.name);
+      benchmark::AddCustomContext("gpus", std::to_string(devices));
+    }
+    register_all(devices > 0 ? std::min(devices, gpu::max_set_devices) : 2);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    if (!list_only)
+      reporter.print_speedups();
+    if (reporter.failed() > 0) {
+      std::printf("\n%d benchmark run(s) reported an error\n", reporter.failed());
+      exit_code = 2;
+    }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "bench_multi_gpu: %s\n", e.what());
+    exit_code = 1;
+  }
+  std::fflush(stdout);
+  release_problems();
+  benchmark::Shutdown();
+  return exit_code;
+}
