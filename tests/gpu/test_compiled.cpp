@@ -5,10 +5,17 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "resproj/cpu/projector.hpp"
+#include "resproj/cpu/tof_projector.hpp"
 #include "resproj/gpu/compiled.hpp"
+#include "resproj/scanner/polygon_scanner.hpp"
+#include "resproj/scanner/sinogram.hpp"
+#include "resproj/scanner/sinogram_source.hpp"
 
 namespace rp = resproj;
 namespace gc = resproj::gpu::compiled;
@@ -84,6 +91,161 @@ TEST(gpu_compiled, rejects_host_memory) {
                   stream),
       rp::invalid_argument);
   cudaStreamDestroy(stream);
+}
+
+/// A device copy of a host vector (plain runtime API), freed on scope exit.
+template <class T> struct device_copy {
+  T *data = nullptr;
+  std::size_t size = 0;
+  device_copy(const std::vector<T> &host, cudaStream_t stream) : size(host.size()) {
+    if (cudaMalloc(reinterpret_cast<void **>(&data), size * sizeof(T) + 1) != cudaSuccess)
+      throw std::runtime_error("cudaMalloc failed");
+    cudaMemcpyAsync(data, host.data(), size * sizeof(T), cudaMemcpyHostToDevice, stream);
+  }
+  device_copy(std::size_t n, cudaStream_t stream)
+      : device_copy(std::vector<T>(n), stream) {}
+  ~device_copy() { cudaFree(data); }
+  device_copy(const device_copy &) = delete;
+  device_copy &operator=(const device_copy &) = delete;
+  std::vector<T> host(cudaStream_t stream) const {
+    std::vector<T> h(size);
+    cudaMemcpyAsync(h.data(), data, size * sizeof(T), cudaMemcpyDeviceToHost, stream);
+    cudaStreamSynchronize(stream);
+    return h;
+  }
+};
+
+double rel_diff(const std::vector<float> &a, const std::vector<float> &b) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d += double(a[i] - b[i]) * double(a[i] - b[i]);
+    n += double(b[i]) * double(b[i]);
+  }
+  return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
+}
+
+TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
+  if (gc::device_count() == 0)
+    GTEST_SKIP() << "no CUDA device available";
+  namespace rs = rp::scanner;
+  const auto scanner = rs::small_test_scanner();
+  const auto layout = rs::span1_sinogram(scanner, 3);
+  const std::vector<float> detectors = scanner.detector_centres();
+  const std::vector<std::int32_t> planes = layout.plane_table();
+  const std::vector<int> views_int = rs::subset_views(layout, 1, 3);
+  const std::vector<std::int32_t> views(views_int.begin(), views_int.end());
+  const auto g = rp::image_geometry::centred({24, 24, 10}, {3.0, 3.0, 2.0});
+  std::vector<float> image(std::size_t(g.num_voxels()));
+  for (std::size_t i = 0; i < image.size(); ++i)
+    image[i] = 0.3f + float((i * 29) % 83) / 83.f;
+  const rp::image_view<const float> host_img(image.data(), g);
+  const std::size_t nd = detectors.size() / 3;
+  // Pseudo-random detector pairs and TOF bins.
+  const std::size_t n = 4000;
+  std::vector<std::int32_t> pairs(2 * n);
+  std::vector<std::int16_t> bins(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    pairs[2 * i] = std::int32_t((i * 7919) % nd);
+    pairs[2 * i + 1] = std::int32_t((i * 104729 + 13) % nd);
+    if (pairs[2 * i + 1] == pairs[2 * i])
+      pairs[2 * i + 1] = std::int32_t((std::size_t(pairs[2 * i]) + 1) % nd);
+    bins[i] = std::int16_t(i % 7);
+  }
+  rp::tof_params<float> tof;
+  tof.bin_width = 10.f;
+  tof.num_bins = 7;
+  tof.sigma = 8.f;
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  {
+    gc::resident_image<float> d_img(g, stream);
+    d_img.upload(rp::span<const float>(image.data(), image.size()), stream);
+    device_copy<float> d_det(detectors, stream);
+    device_copy<std::int32_t> d_pairs(pairs, stream), d_planes(planes, stream),
+        d_views(views, stream);
+    device_copy<std::int16_t> d_bins(bins, stream);
+    const rp::detector_pairs<float> host_src(detectors.data(), nd, pairs.data(), n);
+    const rp::detector_pairs<float> dev_src(d_det.data, nd, d_pairs.data, n);
+    const auto host_sino = rs::make_sinogram_source<float>(
+        detectors.data(), nd, layout.geometry(planes.data()), views.data(),
+        int(views.size()), 0, layout.num_planes());
+    const auto dev_sino = rs::make_sinogram_source<float>(
+        d_det.data, nd, layout.geometry(d_planes.data), d_views.data, int(views.size()),
+        0, layout.num_planes());
+    const std::size_t ns = host_sino.count;
+    const std::size_t nb = std::size_t(tof.num_bins);
+
+    // Non-TOF forward: detector pairs and sinogram source vs the CPU.
+    std::vector<float> cpu(n), cpu_s(ns);
+    rp::cpu::forward<float>(host_img, host_src, rp::span<float>(cpu.data(), n));
+    rp::cpu::forward<float>(host_img, host_sino, rp::span<float>(cpu_s.data(), ns));
+    device_copy<float> out(n * nb, stream), out_s(ns * nb, stream);
+    gc::forward(d_img.view(), dev_src, rp::span<float>(out.data, n), stream);
+    auto got = out.host(stream);
+    got.resize(n);
+    EXPECT_LT(rel_diff(got, cpu), 1e-5);
+    gc::forward(d_img.view(), dev_sino, rp::span<float>(out_s.data, ns), stream);
+    got = out_s.host(stream);
+    got.resize(ns);
+    EXPECT_LT(rel_diff(got, cpu_s), 1e-5);
+
+    // Non-TOF back of the pairs (adjoint check against the CPU back projection).
+    std::vector<float> cpu_bp(image.size(), 0.f), gpu_bp(image.size());
+    rp::cpu::back<float>(rp::image_view<float>(cpu_bp.data(), g), host_src,
+                         rp::span<const float>(cpu.data(), n));
+    device_copy<float> d_vals(cpu, stream);
+    d_img.zero(stream);
+    gc::back(d_img.view(), dev_src, rp::span<const float>(d_vals.data, n), stream);
+    d_img.download(rp::span<float>(gpu_bp.data(), gpu_bp.size()), stream);
+    cudaStreamSynchronize(stream);
+    EXPECT_LT(rel_diff(gpu_bp, cpu_bp), 1e-5);
+    d_img.upload(rp::span<const float>(image.data(), image.size()), stream);
+
+    // TOF sinogram of the sinogram source, TOF list-mode of the pairs.
+    std::vector<float> cpu_ts(ns * nb), cpu_lm(n);
+    rp::cpu::forward_tof_sino<float>(host_img, host_sino, tof,
+                                     rp::span<float>(cpu_ts.data(), ns * nb));
+    rp::cpu::forward_tof_lm<float>(host_img, host_src,
+                                   rp::span<const std::int16_t>(bins.data(), n), tof,
+                                   rp::span<float>(cpu_lm.data(), n));
+    gc::forward_tof_sino(d_img.view(), dev_sino, tof,
+                         rp::span<float>(out_s.data, ns * nb), stream);
+    EXPECT_LT(rel_diff(out_s.host(stream), cpu_ts), 1e-5);
+    gc::forward_tof_lm(d_img.view(), dev_src,
+                       rp::span<const std::int16_t>(d_bins.data, n), tof,
+                       rp::span<float>(out.data, n), stream);
+    got = out.host(stream);
+    got.resize(n);
+    EXPECT_LT(rel_diff(got, cpu_lm), 1e-5);
+
+    // Host-streamed detector pairs and packed records.
+    gc::host_lor_projector<float> streamer(1500);
+    std::vector<float> streamed(n, -1.f);
+    const rp::detector_pairs<float> streamed_src(d_det.data, nd, pairs.data(), n);
+    streamer.forward_tof_lm(d_img.view(), streamed_src,
+                            rp::span<const std::int16_t>(bins.data(), n), tof,
+                            rp::span<float>(streamed.data(), n), stream);
+    EXPECT_LT(rel_diff(streamed, cpu_lm), 1e-5);
+    const auto events = rs::pack_events(rp::span<const std::int32_t>(pairs.data(), 2 * n),
+                                        rp::span<const std::int16_t>(bins.data(), n));
+    std::fill(streamed.begin(), streamed.end(), -1.f);
+    streamer.forward(d_img.view(), rp::span<const float>(d_det.data, detectors.size()),
+                     rp::span<const rs::listmode_event>(events.data(), n),
+                     rp::span<float>(streamed.data(), n), stream);
+    EXPECT_LT(rel_diff(streamed, cpu), 1e-5);
+
+    // Validation on the device.
+    device_copy<rs::listmode_event> d_events(events, stream);
+    const auto r =
+        gc::validate_events(rp::span<const rs::listmode_event>(d_events.data, n),
+                            std::int64_t(nd) - 1, 7, stream);
+    const auto expected = rs::validate_events(events, std::int64_t(nd) - 1, 7);
+    EXPECT_EQ(r.num_invalid, expected.num_invalid);
+    EXPECT_EQ(r.first_invalid, expected.first_invalid);
+    EXPECT_GT(expected.num_invalid, 0u); // the last detector is out of range
+  }
+  ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 } // namespace
