@@ -247,7 +247,13 @@ int main(int argc, char **argv) {
         ex::gpu_sensitivity(sc, *gds, mu, eff, corr.scale, work, {&sens}, s);
         s.synchronize();
       }
-      std::printf("events read and uploaded, corrections and sensitivity in %.2f s\n",
+      {
+        gpu::device_buffer<std::uint32_t> perm(lm.count(), s);
+        ex::order_subsets(geometry, lm.offset, gds->detectors, pairs, bins, m, a, perm,
+                          s);
+      }
+      std::printf("events read and uploaded, corrections, sensitivity and reordering in "
+                  "%.2f s\n",
                   since(t));
       ex::gpu_listmode_backend b(sc, lm.offset, gds->detectors, pairs, bins, m, a, tof,
                                  sens, ex::start_image(geometry, 1.f), s);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
 #include <thrust/transform.h>
@@ -22,6 +23,7 @@
 #include "osem.hpp"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/gpu/tof_projector.cuh"
@@ -84,6 +86,19 @@ struct sinogram_pair {
     src.geometry.detector_pair(src.first_plane + int(pv / std::size_t(src.num_views)),
                                src.views[pv % std::size_t(src.num_views)], int(k % nr),
                                da, db);
+  }
+};
+/// End points of event i from its detector pair.
+struct event_end_points {
+  const float *det;
+  const std::int32_t *pairs;
+  float *starts, *ends;
+  __device__ void operator()(std::size_t i) const {
+    const std::size_t da = std::size_t(pairs[2 * i]), db = std::size_t(pairs[2 * i + 1]);
+    for (int k = 0; k < 3; ++k) {
+      starts[3 * i + k] = det[3 * da + k];
+      ends[3 * i + k] = det[3 * db + k];
+    }
   }
 };
 /// In place: v[i] = op((i, v[i])).
@@ -153,6 +168,60 @@ inline void gpu_event_corrections(const gpu::device_buffer<float> &detectors,
       m.data(), n,
       detail::correction_op<detail::event_pair>{{pairs.data()}, efficiency.data(), scale},
       s);
+}
+
+/// Reorders the events of every subset once, on the GPU, for memory
+/// locality of the projections (gpu/listmode_order.cuh): pairs, bins, m
+/// and a are permuted in place within each subset `[offset[k],
+/// offset[k+1])`; `permutation[offset[k] + j]` is the position within the
+/// subset that event j of the reordered subset came from (for mapping
+/// per-event results back with gpu::scatter_back). One-time set-up:
+/// allocates its workspace; queued on `s`, synchronises at the end.
+inline void order_subsets(const resproj::image_geometry &geometry,
+                          const std::vector<std::size_t> &offset,
+                          const gpu::device_buffer<float> &detectors,
+                          gpu::device_buffer<std::int32_t> &pairs,
+                          gpu::device_buffer<std::int16_t> &bins,
+                          gpu::device_buffer<float> &m, gpu::device_buffer<float> &a,
+                          gpu::device_buffer<std::uint32_t> &permutation,
+                          gpu::stream_ref s) {
+  std::size_t nmax = 0;
+  for (std::size_t k = 0; k + 1 < offset.size(); ++k)
+    nmax = std::max(nmax, offset[k + 1] - offset[k]);
+  if (nmax == 0)
+    return;
+  const std::size_t bytes = gpu::listmode_order_workspace_bytes(nmax);
+  gpu::device_buffer<unsigned char> work(bytes, s);
+  gpu::device_buffer<float> starts(3 * nmax, s), ends(3 * nmax, s), tf(nmax, s);
+  gpu::device_buffer<std::uint64_t> tp(nmax, s);
+  gpu::device_buffer<std::int16_t> tb(nmax, s);
+  auto copy = [&](void *dst, const void *src, std::size_t n) {
+    RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s.get()));
+  };
+  for (std::size_t k = 0; k + 1 < offset.size(); ++k) {
+    const std::size_t o = offset[k], n = offset[k + 1] - o;
+    if (n == 0)
+      continue;
+    thrust::for_each_n(detail::on(s), thrust::counting_iterator<std::size_t>(0), n,
+                       detail::event_end_points{detectors.data(), pairs.data() + 2 * o,
+                                                starts.data(), ends.data()});
+    const auto perm = permutation.span().subspan(o, n);
+    gpu::listmode_order<float>(
+        geometry, resproj::lor_view<const float>(starts.data(), ends.data(), n), perm,
+        work.data(), bytes, s);
+    const resproj::span<const std::uint32_t> cperm(perm.data(), n);
+    // Pairs as one 64-bit element per event (offset 8 * o bytes: aligned).
+    auto *p64 = reinterpret_cast<std::uint64_t *>(pairs.data() + 2 * o);
+    gpu::gather<std::uint64_t>({p64, n}, cperm, tp.span().subspan(0, n), s);
+    copy(p64, tp.data(), n * sizeof(std::uint64_t));
+    gpu::gather<std::int16_t>({bins.data() + o, n}, cperm, tb.span().subspan(0, n), s);
+    copy(bins.data() + o, tb.data(), n * sizeof(std::int16_t));
+    for (gpu::device_buffer<float> *v : {&m, &a}) {
+      gpu::gather<float>({v->data() + o, n}, cperm, tf.span().subspan(0, n), s);
+      copy(v->data() + o, tf.data(), n * sizeof(float));
+    }
+  }
+  s.synchronize(); // the workspace is freed on return
 }
 
 /// GPU backend of `osem` for (TOF) list-mode data grouped by subset. The

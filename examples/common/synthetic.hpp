@@ -168,19 +168,27 @@ inline listmode_data draw_events(const scan &sc, const sinogram_data &model,
   listmode_data lm;
   lm.pairs.resize(2 * num_events);
   lm.bins.assign(num_events, 0);
+  // Random numbers drawn in sequence (reproducible), searches in parallel.
+  std::vector<double> u(2 * num_events);
+  for (double &v : u)
+    v = u01(rng);
   std::vector<char> is_true(num_events);
-  for (std::size_t e = 0; e < num_events; ++e) {
-    const double r = u01(rng) * total;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (std::int64_t e = 0; e < std::int64_t(num_events); ++e) {
+    const double r = u[2 * std::size_t(e)] * total;
     std::size_t i =
         std::size_t(std::upper_bound(cum.begin(), cum.end(), r) - cum.begin());
     i = std::min(i, n - 1);
     const int s = int(std::upper_bound(model.offset.begin(), model.offset.end(), i) -
                       model.offset.begin()) -
                   1;
-    sc.detector_pair(s, i - model.offset[std::size_t(s)], lm.pairs[2 * e],
-                     lm.pairs[2 * e + 1]);
+    sc.detector_pair(s, i - model.offset[std::size_t(s)], lm.pairs[2 * std::size_t(e)],
+                     lm.pairs[2 * std::size_t(e) + 1]);
     const double ybar = double(model.y[i]);
-    is_true[e] = u01(rng) * ybar < ybar - double(model.a[i]);
+    is_true[std::size_t(e)] =
+        u[2 * std::size_t(e) + 1] * ybar < ybar - double(model.a[i]);
   }
   if (tof.num_bins <= 0)
     return lm;

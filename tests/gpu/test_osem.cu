@@ -70,6 +70,22 @@ TEST(GpuOsem, TofListmodeMatchesCpu) {
   EXPECT_LT(resproj_test_gpu::relative_error(hm, lm.m, 0), 1e-5);
   EXPECT_LT(resproj_test_gpu::relative_error(hsens, sens, 0), 1e-5);
 
+  // Reorder each subset once for locality: the image must not change.
+  gpu::device_buffer<std::uint32_t> perm(lm.count(), s);
+  ex::order_subsets(p.sc.image, lm.offset, det, pairs, bins, m, a, perm, s);
+  std::vector<std::uint32_t> hperm(lm.count());
+  perm.copy_to_host(resproj::span<std::uint32_t>(hperm.data(), hperm.size()), s);
+  s.synchronize();
+  for (std::size_t k = 0; k + 1 < lm.offset.size(); ++k) {
+    std::vector<char> seen(lm.offset[k + 1] - lm.offset[k], 0);
+    for (std::size_t j = lm.offset[k]; j < lm.offset[k + 1]; ++j) {
+      ASSERT_LT(hperm[j], seen.size());
+      seen[hperm[j]] = 1;
+    }
+    for (char c : seen)
+      ASSERT_TRUE(c) << "not a permutation of subset " << k;
+  }
+
   ex::gpu_listmode_backend gb(p.sc, lm.offset, det, pairs, bins, m, a, tof, dsens,
                               p.ones(), s);
   ex::osem(gb, 2);
