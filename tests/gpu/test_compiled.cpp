@@ -115,6 +115,9 @@ template <class T> struct device_copy {
   }
 };
 
+/// ||a - b|| / ||b||. GPU and CPU may round a sample into a neighbouring
+/// voxel now and then, hence the 1e-4 tolerances below (a wrong LOR source
+/// or type gives errors of order 1).
 double rel_diff(const std::vector<float> &a, const std::vector<float> &b) {
   double d = 0, n = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -184,11 +187,11 @@ TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
     gc::forward(d_img.view(), dev_src, rp::span<float>(out.data, n), stream);
     auto got = out.host(stream);
     got.resize(n);
-    EXPECT_LT(rel_diff(got, cpu), 1e-5);
+    EXPECT_LT(rel_diff(got, cpu), 1e-4);
     gc::forward(d_img.view(), dev_sino, rp::span<float>(out_s.data, ns), stream);
     got = out_s.host(stream);
     got.resize(ns);
-    EXPECT_LT(rel_diff(got, cpu_s), 1e-5);
+    EXPECT_LT(rel_diff(got, cpu_s), 1e-4);
 
     // Non-TOF back of the pairs (adjoint check against the CPU back projection).
     std::vector<float> cpu_bp(image.size(), 0.f), gpu_bp(image.size());
@@ -199,7 +202,7 @@ TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
     gc::back(d_img.view(), dev_src, rp::span<const float>(d_vals.data, n), stream);
     d_img.download(rp::span<float>(gpu_bp.data(), gpu_bp.size()), stream);
     cudaStreamSynchronize(stream);
-    EXPECT_LT(rel_diff(gpu_bp, cpu_bp), 1e-5);
+    EXPECT_LT(rel_diff(gpu_bp, cpu_bp), 1e-4);
     d_img.upload(rp::span<const float>(image.data(), image.size()), stream);
 
     // TOF sinogram of the sinogram source, TOF list-mode of the pairs.
@@ -211,13 +214,13 @@ TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
                                    rp::span<float>(cpu_lm.data(), n));
     gc::forward_tof_sino(d_img.view(), dev_sino, tof,
                          rp::span<float>(out_s.data, ns * nb), stream);
-    EXPECT_LT(rel_diff(out_s.host(stream), cpu_ts), 1e-5);
+    EXPECT_LT(rel_diff(out_s.host(stream), cpu_ts), 1e-4);
     gc::forward_tof_lm(d_img.view(), dev_src,
                        rp::span<const std::int16_t>(d_bins.data, n), tof,
                        rp::span<float>(out.data, n), stream);
     got = out.host(stream);
     got.resize(n);
-    EXPECT_LT(rel_diff(got, cpu_lm), 1e-5);
+    EXPECT_LT(rel_diff(got, cpu_lm), 1e-4);
 
     // Host-streamed detector pairs and packed records.
     gc::host_lor_projector<float> streamer(1500);
@@ -226,14 +229,14 @@ TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
     streamer.forward_tof_lm(d_img.view(), streamed_src,
                             rp::span<const std::int16_t>(bins.data(), n), tof,
                             rp::span<float>(streamed.data(), n), stream);
-    EXPECT_LT(rel_diff(streamed, cpu_lm), 1e-5);
+    EXPECT_LT(rel_diff(streamed, cpu_lm), 1e-4);
     const auto events = rs::pack_events(rp::span<const std::int32_t>(pairs.data(), 2 * n),
                                         rp::span<const std::int16_t>(bins.data(), n));
     std::fill(streamed.begin(), streamed.end(), -1.f);
     streamer.forward(d_img.view(), rp::span<const float>(d_det.data, detectors.size()),
                      rp::span<const rs::listmode_event>(events.data(), n),
                      rp::span<float>(streamed.data(), n), stream);
-    EXPECT_LT(rel_diff(streamed, cpu), 1e-5);
+    EXPECT_LT(rel_diff(streamed, cpu), 1e-4);
 
     // Validation on the device.
     device_copy<rs::listmode_event> d_events(events, stream);

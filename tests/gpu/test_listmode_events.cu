@@ -118,6 +118,16 @@ TEST_F(gpu_test, validation_of_no_events) {
   const auto r = gpu::validate_events(rp::span<const rs::listmode_event>(), 10, 3, s);
   EXPECT_EQ(r.num_invalid, 0u);
   EXPECT_EQ(r.first_invalid, 0u);
+  // The asynchronous form needs no workspace for no events.
+  gpu::device_buffer<rs::event_check_result> d_res(1, s);
+  d_res.fill(rs::event_check_result{7, 7}, s);
+  gpu::validate_events(rp::span<const rs::listmode_event>(), 10, 3, nullptr, 0,
+                       d_res.data(), s);
+  rs::event_check_result h{5, 5};
+  d_res.copy_to_host(&h, 1, 0, s);
+  s.synchronize();
+  EXPECT_EQ(h.num_invalid, 0u);
+  EXPECT_EQ(h.first_invalid, 0u);
 }
 
 TEST_F(gpu_test, conversion_round_trips) {

@@ -119,6 +119,12 @@ inline void check_validation_args(std::int64_t num_detectors, const void *worksp
   require_device_pointer(workspace, device, "workspace");
 }
 
+/// The result of validating no events: (0, 0).
+inline void write_empty_result(scanner::event_check_result *result, stream_ref s) {
+  RESPROJ_CUDA_TRY(
+      cudaMemsetAsync(result, 0, sizeof(scanner::event_check_result), s.get()));
+}
+
 /// Splits the pair / bin array sizes of split-array calls: returns the
 /// event count. @throws invalid_argument ("pairs", "tof_bins").
 inline std::size_t split_event_count(std::size_t pairs_size, std::size_t bins_size) {
@@ -186,6 +192,7 @@ inline std::size_t validate_events_workspace_bytes(std::size_t count) {
 /// @param num_tof_bins    TOF bins, or 0 for non-TOF events
 /// @param workspace       device memory of `workspace_bytes` bytes
 /// @param workspace_bytes at least `validate_events_workspace_bytes(events.size())`
+///                        (no workspace is needed for no events)
 /// @param result          device output
 /// @param s               stream (not the legacy default stream)
 /// @throws invalid_argument ("num_detectors", "events", "workspace",
@@ -200,11 +207,16 @@ inline void validate_events(span<const scanner::listmode_event> events,
   const int device = current_device();
   const std::size_t n = events.size();
   detail::check_validation_args(num_detectors, workspace, workspace_bytes,
-                                validate_events_workspace_bytes(n), result, device);
+                                n > 0 ? validate_events_workspace_bytes(n) : 0, result,
+                                device);
   if (n > 0) {
     if (events.data() == nullptr)
       resproj::detail::throw_invalid("events", "null pointer");
     require_device_pointer(events.data(), device, "events");
+  }
+  if (n == 0) {
+    detail::write_empty_result(result, s);
+    return;
   }
   std::size_t bytes = workspace_bytes;
   detail::event_check_reduce(
@@ -226,7 +238,8 @@ inline void validate_events(span<const std::int32_t> pairs,
   const int device = current_device();
   const std::size_t n = detail::split_event_count(pairs.size(), tof_bins.size());
   detail::check_validation_args(num_detectors, workspace, workspace_bytes,
-                                validate_events_workspace_bytes(n), result, device);
+                                n > 0 ? validate_events_workspace_bytes(n) : 0, result,
+                                device);
   detail::check_device_span(pairs.data(), pairs.size(), 2 * n, "pairs", device);
   detail::check_device_span(tof_bins.data(), tof_bins.size(), tof_bins.size(), "tof_bins",
                             device);
@@ -234,6 +247,10 @@ inline void validate_events(span<const std::int32_t> pairs,
     resproj::detail::throw_invalid("pairs", "null pointer");
   if (!tof_bins.empty() && tof_bins.data() == nullptr)
     resproj::detail::throw_invalid("tof_bins", "null pointer");
+  if (n == 0) {
+    detail::write_empty_result(result, s);
+    return;
+  }
   std::size_t bytes = workspace_bytes;
   detail::event_check_reduce(
       workspace, bytes,
