@@ -12,9 +12,20 @@
 //                                             uniform in 8..20, random order
 //   gpu/dmi-tof-lm-sorted/{forward,back}      the same events after the
 //                                             one-time gpu::listmode_order
+//                                             (LOR-only key)
+//   gpu/dmi-tof-lm-tofsorted/{forward,back}   the same events ordered by the
+//                                             TOF-aware key (direction, then
+//                                             Z-order of the TOF-bin centre)
 //   gpu/dmi-tof-lm/reorder                    that reorder: key + radix sort
 //                                             + gather of LORs and bins
 //   gpu/dmi-tof-lm/reorder/order-only         key + radix sort only
+//   gpu/dmi-tof-lm/reorder/tof-key            the reorder with the TOF key
+//
+// Kernel variants (gpu::tof_kernel_options, same results), suffixes:
+//   /vec-atomics   back projections: float2/float4 atomics for the two
+//                  bilinear neighbours adjacent in memory
+//   /sample-first  list-mode forward: TOF weight only where the sample != 0
+//   /all-levers    both
 //
 // Timing: CUDA events around the work on its stream, UseManualTime, one
 // warm-up call before each timed loop, 5 repetitions, aggregates only: read
@@ -111,11 +122,17 @@ struct lm_problem {
   std::size_t count = lm_events;
   gpu::device_buffer<float> starts, ends, out, ones;
   gpu::device_buffer<std::int16_t> bins;
-  // Sorted copies.
-  bool sorted = false;
-  gpu::device_buffer<float> sorted_starts, sorted_ends;
-  gpu::device_buffer<std::int16_t> sorted_bins;
-  gpu::device_buffer<std::uint32_t> perm;
+  /// The events reordered by one of the keys (made once, on first use).
+  struct sorted_copy {
+    bool ready = false;
+    gpu::device_buffer<float> starts, ends;
+    gpu::device_buffer<std::int16_t> bins;
+    gpu::device_buffer<std::uint32_t> perm;
+    rp::lor_view<const float> lors(std::size_t n) const {
+      return {starts.data(), ends.data(), n};
+    }
+  };
+  sorted_copy by_lor, by_tof; ///< LOR-only key, TOF-aware key
   gpu::device_buffer<unsigned char> workspace;
   std::size_t workspace_bytes = 0;
 
@@ -170,10 +187,12 @@ struct lm_problem {
     out = gpu::device_buffer<float>(count, b.s);
     ones = gpu::device_buffer<float>(count, b.s);
     ones.fill(1.0f, b.s);
-    sorted_starts = gpu::device_buffer<float>(3 * count, b.s);
-    sorted_ends = gpu::device_buffer<float>(3 * count, b.s);
-    sorted_bins = gpu::device_buffer<std::int16_t>(count, b.s);
-    perm = gpu::device_buffer<std::uint32_t>(count, b.s);
+    for (sorted_copy *c : {&by_lor, &by_tof}) {
+      c->starts = gpu::device_buffer<float>(3 * count, b.s);
+      c->ends = gpu::device_buffer<float>(3 * count, b.s);
+      c->bins = gpu::device_buffer<std::int16_t>(count, b.s);
+      c->perm = gpu::device_buffer<std::uint32_t>(count, b.s);
+    }
     workspace_bytes = gpu::listmode_order_workspace_bytes(count);
     workspace = gpu::device_buffer<unsigned char>(workspace_bytes, b.s);
     b.s.synchronize();
@@ -183,29 +202,40 @@ struct lm_problem {
   }
 
   rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
-  rp::lor_view<const float> sorted_lors() const {
-    return {sorted_starts.data(), sorted_ends.data(), count};
-  }
 
-  void order_only(const rp::image_geometry &g, gpu::stream_ref s) {
-    gpu::listmode_order<float>(g, lors(), perm.span(), workspace.data(), workspace_bytes,
-                               s);
+  sorted_copy &copy_of(bool tof_key) { return tof_key ? by_tof : by_lor; }
+
+  /// The permutation only: key kernel + radix sort.
+  void order_only(const rp::image_geometry &g, bool tof_key, gpu::stream_ref s) {
+    sorted_copy &c = copy_of(tof_key);
+    if (tof_key)
+      gpu::listmode_order<float>(g, lors(), bins.cspan(), dmi_tof(), c.perm.span(),
+                                 workspace.data(), workspace_bytes, s);
+    else
+      gpu::listmode_order<float>(g, lors(), c.perm.span(), workspace.data(),
+                                 workspace_bytes, s);
   }
   /// The whole one-time reorder: order, then gather LORs and bins.
-  void reorder(const rp::image_geometry &g, gpu::stream_ref s) {
-    order_only(g, s);
-    gpu::gather_lors<float>(lors(), perm.cspan(), sorted_starts.span(),
-                            sorted_ends.span(), s);
-    gpu::gather<std::int16_t>(bins.cspan(), perm.cspan(), sorted_bins.span(), s);
+  void reorder(const rp::image_geometry &g, bool tof_key, gpu::stream_ref s) {
+    order_only(g, tof_key, s);
+    sorted_copy &c = copy_of(tof_key);
+    gpu::gather_lors<float>(lors(), c.perm.cspan(), c.starts.span(), c.ends.span(), s);
+    gpu::gather<std::int16_t>(bins.cspan(), c.perm.cspan(), c.bins.span(), s);
   }
-  void ensure_sorted(const rp::image_geometry &g, gpu::stream_ref s) {
-    if (sorted)
-      return;
-    reorder(g, s);
-    s.synchronize();
-    sorted = true;
+  sorted_copy &ensure_sorted(const rp::image_geometry &g, bool tof_key,
+                             gpu::stream_ref s) {
+    sorted_copy &c = copy_of(tof_key);
+    if (!c.ready) {
+      reorder(g, tof_key, s);
+      s.synchronize();
+      c.ready = true;
+    }
+    return c;
   }
 };
+
+/// Event order of a list-mode benchmark.
+enum class lm_order { random, lor_key, tof_key };
 
 std::unique_ptr<base_problem> g_base;
 std::unique_ptr<subset_problem> g_subset;
@@ -263,7 +293,8 @@ void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
   });
 }
 
-void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
+void bm_subset_back(benchmark::State &state, gpu::launch_options opt,
+                    gpu::tof_kernel_options variant) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     subset_problem &p = subset();
@@ -272,7 +303,7 @@ void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
         state, b.s, [&] { b.back_image.zero(b.s); },
         [&] {
           gpu::back_tof_sino<float>(b.back_image.view(), p.lors(), tof, p.ones.cspan(),
-                                    opt, b.s);
+                                    opt, variant, b.s);
         });
     set_counters(state, p.count, tof.num_bins);
     state.counters["threads_per_lor"] =
@@ -280,18 +311,30 @@ void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
   });
 }
 
-void bm_lm_forward(benchmark::State &state, bool sorted, gpu::launch_options opt) {
+/// The events of `order` (sorting them once on first use).
+void select_events(base_problem &b, lm_problem &p, lm_order order,
+                   rp::lor_view<const float> &lors, rp::span<const std::int16_t> &bins) {
+  lors = p.lors();
+  bins = p.bins.cspan();
+  if (order == lm_order::random)
+    return;
+  const auto &c = p.ensure_sorted(b.geometry, order == lm_order::tof_key, b.s);
+  lors = c.lors(p.count);
+  bins = c.bins.cspan();
+}
+
+void bm_lm_forward(benchmark::State &state, lm_order order, gpu::launch_options opt,
+                   gpu::tof_kernel_options variant) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
-    if (sorted)
-      p.ensure_sorted(b.geometry, b.s);
+    rp::lor_view<const float> lors;
+    rp::span<const std::int16_t> bins;
+    select_events(b, p, order, lors, bins);
     const auto tof = dmi_tof();
-    const auto lors = sorted ? p.sorted_lors() : p.lors();
-    const auto bins = sorted ? p.sorted_bins.cspan() : p.bins.cspan();
     rb::time_on_stream(state, b.s, [&] {
       gpu::forward_tof_lm<float>(b.image.cview(), lors, bins, tof, p.out.span(), opt,
-                                 b.s);
+                                 variant, b.s);
     });
     set_counters(state, p.count);
     state.counters["threads_per_lor"] =
@@ -299,20 +342,20 @@ void bm_lm_forward(benchmark::State &state, bool sorted, gpu::launch_options opt
   });
 }
 
-void bm_lm_back(benchmark::State &state, bool sorted, gpu::launch_options opt) {
+void bm_lm_back(benchmark::State &state, lm_order order, gpu::launch_options opt,
+                gpu::tof_kernel_options variant) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
-    if (sorted)
-      p.ensure_sorted(b.geometry, b.s);
+    rp::lor_view<const float> lors;
+    rp::span<const std::int16_t> bins;
+    select_events(b, p, order, lors, bins);
     const auto tof = dmi_tof();
-    const auto lors = sorted ? p.sorted_lors() : p.lors();
-    const auto bins = sorted ? p.sorted_bins.cspan() : p.bins.cspan();
     rb::time_on_stream(
         state, b.s, [&] { b.back_image.zero(b.s); },
         [&] {
           gpu::back_tof_lm<float>(b.back_image.view(), lors, bins, tof, p.ones.cspan(),
-                                  opt, b.s);
+                                  opt, variant, b.s);
         });
     set_counters(state, p.count);
     state.counters["threads_per_lor"] =
@@ -320,32 +363,40 @@ void bm_lm_back(benchmark::State &state, bool sorted, gpu::launch_options opt) {
   });
 }
 
-void bm_reorder(benchmark::State &state, bool order_only) {
+void bm_reorder(benchmark::State &state, bool order_only, bool tof_key) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
     rb::time_on_stream(state, b.s, [&] {
       if (order_only)
-        p.order_only(b.geometry, b.s);
+        p.order_only(b.geometry, tof_key, b.s);
       else
-        p.reorder(b.geometry, b.s);
+        p.reorder(b.geometry, tof_key, b.s);
     });
     set_counters(state, p.count);
-    p.sorted = !order_only;
+    p.copy_of(tof_key).ready = !order_only;
   });
 }
 
 void register_all() {
   using benchmark::RegisterBenchmark;
   const gpu::launch_options automatic{};
+  const gpu::tof_kernel_options plain{};
+  gpu::tof_kernel_options vec_atomics, sample_first;
+  vec_atomics.vector_atomics = true;
+  sample_first.sample_first = true;
   gpu::launch_options rows;
   rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
   rb::configure(
       RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward, automatic));
   rb::configure(
       RegisterBenchmark("gpu/dmi-tof-subset/forward/rows", bm_subset_forward, rows));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows));
+  rb::configure(
+      RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic, plain));
+  rb::configure(
+      RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows, plain));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/vec-atomics",
+                                  bm_subset_back, rows, vec_atomics));
   for (int g : {1, 4}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
@@ -353,28 +404,52 @@ void register_all() {
     rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/forward" + tpl).c_str(),
                                     bm_subset_forward, opt));
     rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back" + tpl).c_str(),
-                                    bm_subset_back, opt));
+                                    bm_subset_back, opt, plain));
   }
+  // List-mode: per event order, the default kernels, then each lever alone.
+  const struct {
+    lm_order order;
+    const char *name;
+  } orders[] = {{lm_order::random, "gpu/dmi-tof-lm"},
+                {lm_order::lor_key, "gpu/dmi-tof-lm-sorted"},
+                {lm_order::tof_key, "gpu/dmi-tof-lm-tofsorted"}};
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false, false));
   rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-lm/forward", bm_lm_forward, false, automatic));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/back", bm_lm_back, false, automatic));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true));
+      RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true, false));
   rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-lm-sorted/forward", bm_lm_forward, true, automatic));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-lm-sorted/back", bm_lm_back, true, automatic));
+      RegisterBenchmark("gpu/dmi-tof-lm/reorder/tof-key", bm_reorder, false, true));
+  for (const auto &o : orders) {
+    const std::string n = o.name;
+    rb::configure(RegisterBenchmark((n + "/forward").c_str(), bm_lm_forward, o.order,
+                                    automatic, plain));
+    rb::configure(
+        RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic, plain));
+    rb::configure(RegisterBenchmark((n + "/forward/sample-first").c_str(), bm_lm_forward,
+                                    o.order, automatic, sample_first));
+    rb::configure(RegisterBenchmark((n + "/back/vec-atomics").c_str(), bm_lm_back,
+                                    o.order, automatic, vec_atomics));
+  }
   for (int g : {1, 2, 8}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
     const std::string tpl = "/tpl:" + std::to_string(g);
     rb::configure(RegisterBenchmark(("gpu/dmi-tof-lm/forward" + tpl).c_str(),
-                                    bm_lm_forward, false, opt));
-    rb::configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/forward" + tpl).c_str(),
-                                    bm_lm_forward, true, opt));
-    rb::configure(RegisterBenchmark(("gpu/dmi-tof-lm-sorted/back" + tpl).c_str(),
-                                    bm_lm_back, true, opt));
+                                    bm_lm_forward, lm_order::random, opt, plain));
+    for (const auto &o : {orders[1], orders[2]}) {
+      const std::string n = o.name;
+      rb::configure(RegisterBenchmark((n + "/forward" + tpl).c_str(), bm_lm_forward,
+                                      o.order, opt, plain));
+      rb::configure(RegisterBenchmark((n + "/back" + tpl).c_str(), bm_lm_back, o.order,
+                                      opt, plain));
+    }
   }
+  // Every lever together on the TOF-sorted events.
+  gpu::tof_kernel_options both = vec_atomics;
+  both.sample_first = true;
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm-tofsorted/forward/all-levers",
+                                  bm_lm_forward, lm_order::tof_key, automatic, both));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm-tofsorted/back/all-levers", bm_lm_back,
+                                  lm_order::tof_key, automatic, both));
 }
 
 /// Console reporter that counts failed runs.

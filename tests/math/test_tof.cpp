@@ -1,8 +1,10 @@
 // The shared TOF math (math/tof.hpp) against spec/projection.md "TOF": the
 // worked example, tail accuracy against a long-double erfc reference
 // (tests/common/tof_reference.hpp), windows wider than 64 bins, list-mode
-// weight == sinogram weight, and the list-mode plane range being a
-// superset of the planes with a non-zero weight.
+// weight == sinogram weight, the list-mode plane range being a superset of
+// the planes with a non-zero weight, and the speed variants of the
+// per-LOR loops (sample first, adders that scatter whole samples) giving
+// the same numbers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "resproj/math/image_grid.hpp"
 #include "resproj/math/joseph.hpp"
 #include "resproj/math/tof.hpp"
+#include "resproj/math/tof_projection.hpp"
 
 namespace rt = resproj_test;
 namespace math = resproj::math;
@@ -217,6 +220,68 @@ TYPED_TEST(TofMath, PlaneRangeIsSuperset) {
   }
   EXPECT_GT(useful, 0);
   EXPECT_LT(visited, total); // it does limit the planes
+}
+
+/// Adder that scatters whole samples (the hook of math/tof_projection.hpp,
+/// as the GPU's vector-atomic adder): records them, and adds like scatter.
+template <class T> struct sample_adder {
+  static constexpr bool scatters_samples = true;
+  int *samples;
+  template <class I>
+  void scatter_sample(T *image, const math::joseph_ray<T> &r, std::int64_t p,
+                      T value) const {
+    ++*samples;
+    math::scatter<I>(image, r, p, value, [](T *v, T amount) { *v += amount; });
+  }
+};
+
+// forward_tof_lm_planes with SampleFirst equals the default bit for bit
+// (same terms, same order) on an image with many zeros; back projections
+// through a sample adder call it once per non-zero sample and add the same.
+TYPED_TEST(TofMath, SpeedVariantsGiveTheSameNumbers) {
+  using T = TypeParam;
+  const rt::grid g = rt::grid::centred({24, 20, 12}, {2.0, 2.5, 3.0});
+  const auto grid = math::image_grid<T>::from(rt::geometry_of(g));
+  const auto lors = rt::anywhere_lors<T>(g, 2000, 9);
+  rt::rng r(31);
+  std::vector<T> image(std::size_t(g.num_voxels()));
+  for (auto &v : image)
+    v = r.below(2) == 0 ? T(0) : T(r.uniform(0.1, 2)); // half zeros
+  std::vector<T> plain(image.size(), T(0)), hooked(image.size(), T(0));
+  int samples = 0, nonzero = 0, compared = 0;
+  for (std::size_t i = 0; i < lors.size(); ++i) {
+    T a[3], b[3];
+    resproj::lor_view<const T>(lors.starts.data(), lors.ends.data(), lors.size())
+        .load(i, a, b);
+    const auto ray = math::make_joseph_ray(grid, a, b);
+    const int N = 1 + int(r.below(30));
+    const auto tl = math::make_tof_lor(T(r.uniform(1, 15)), N, T(r.uniform(0.5, 20)),
+                                       T(r.uniform(-20, 20)), T(r.uniform(1, 4)));
+    const std::int64_t bin = std::int64_t(r.below(std::uint64_t(N)));
+    for (std::int64_t stride : {1, 3}) {
+      const T weight_first = math::forward_tof_lm_planes<std::int64_t, false>(
+          image.data(), ray, tl, bin, ray.first_plane, stride);
+      const T sample_first = math::forward_tof_lm_planes<std::int64_t, true>(
+          image.data(), ray, tl, bin, ray.first_plane, stride);
+      ASSERT_EQ(weight_first, sample_first) << "LOR " << i << " stride " << stride;
+      compared += weight_first != T(0);
+    }
+    math::back_tof_lm_planes<std::int64_t>(plain.data(), ray, tl, bin, T(1.5),
+                                           ray.first_plane, 1,
+                                           [](T *v, T amount) { *v += amount; });
+    const sample_adder<T> add{&samples};
+    math::back_tof_lm_planes<std::int64_t>(hooked.data(), ray, tl, bin, T(1.5),
+                                           ray.first_plane, 1, add);
+    if (!ray.empty()) {
+      std::int64_t lo, hi;
+      math::tof_plane_range(ray, tl, bin, lo, hi);
+      for (std::int64_t p = lo; p <= hi; ++p)
+        nonzero += math::tof_weight(tl, math::tof_position(ray, p), bin) != T(0);
+    }
+  }
+  EXPECT_GT(compared, 100);
+  EXPECT_EQ(samples, nonzero);
+  EXPECT_EQ(plain, hooked);
 }
 
 } // namespace

@@ -34,6 +34,7 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/core/span.hpp"
+#include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/error.cuh"
@@ -131,6 +132,92 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   indices[i] = std::uint32_t(i);
 }
 
+/// Bits of the TOF-aware order key (`listmode_order` with bins), most
+/// significant first: transaxial direction angle (mod pi, 5.6 degree
+/// cells), axial tilt (7.5 degree cells centred on 0, clamped), then a
+/// Morton (Z-order) code of the centre of the event's TOF bin on its LOR
+/// (axes 0 and 1 over +-radius, 9 bits each; axis 2 over [z_min, z_max],
+/// 6 bits). Events of one direction whose TOF windows lie close together
+/// end up adjacent, so that the planes a warp (and a block) visits touch
+/// the same voxels.
+inline constexpr int tof_order_angle_bits = 5;
+inline constexpr int tof_order_tilt_bits = 3;
+inline constexpr int tof_order_xy_bits = 9;
+inline constexpr int tof_order_z_bits = 6;
+inline constexpr int tof_order_key_bits =
+    tof_order_angle_bits + tof_order_tilt_bits + 2 * tof_order_xy_bits + tof_order_z_bits;
+static_assert(tof_order_key_bits <= 32, "order key must fit 32 bits");
+static_assert(tof_order_z_bits <= tof_order_xy_bits, "Morton interleave assumes z <= xy");
+
+/// Cell of x in [0, 1) among 2^bits equal cells (clamped; NaN -> 0).
+__device__ inline std::uint32_t cell_of(float x, int bits) {
+  const float cells = float(1u << bits);
+  float q = floorf(x * cells);
+  if (!(q > 0.f))
+    q = 0.f;
+  if (q > cells - 1.f)
+    q = cells - 1.f;
+  return std::uint32_t(q);
+}
+
+template <class T>
+RESPROJ_KERNEL void __launch_bounds__(256)
+    listmode_tof_key_kernel(const T *__restrict__ starts, const T *__restrict__ ends,
+                            const std::int16_t *__restrict__ bins, tof_params<T> tof,
+                            std::size_t count, listmode_order_box box,
+                            std::uint32_t *__restrict__ keys,
+                            std::uint32_t *__restrict__ indices) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count)
+    return;
+  const float ax = float(starts[3 * i]), ay = float(starts[3 * i + 1]),
+              az = float(starts[3 * i + 2]);
+  const float bx = float(ends[3 * i]), by = float(ends[3 * i + 1]),
+              bz = float(ends[3 * i + 2]);
+  const float ex = bx - ax, ey = by - ay, ez = bz - az;
+  const float length = sqrtf(ex * ex + ey * ey + ez * ez);
+  // Centre of the event's bin (clamped to the bins) on the LOR: position
+  // s = (j - (N - 1)/2) w + delta from the midpoint, towards the end point.
+  int j = bins[i];
+  j = j < 0 ? 0 : (j > tof.num_bins - 1 ? tof.num_bins - 1 : j);
+  const float sc = (float(j) - 0.5f * float(tof.num_bins - 1)) * float(tof.bin_width) +
+                   float(tof.center_offset_of(i));
+  const float tc = length > 0.f ? 0.5f + sc / length : 0.5f;
+  const float cx = ax + tc * ex, cy = ay + tc * ey, cz = az + tc * ez;
+  // Direction modulo pi.
+  float dx = ex, dy = ey, dz = ez;
+  if (dy < 0.f || (dy == 0.f && dx < 0.f)) {
+    dx = -dx;
+    dy = -dy;
+    dz = -dz;
+  }
+  const float pi = 3.14159265358979f;
+  float phi = atan2f(dy, dx); // [0, pi]
+  if (phi >= pi)
+    phi = 0.f;
+  const float tilt = atan2f(dz, sqrtf(dx * dx + dy * dy)); // [-pi/2, pi/2]
+  const std::uint32_t ka = cell_of(phi / pi, tof_order_angle_bits);
+  const int half_tilt_cells = 1 << (tof_order_tilt_bits - 1);
+  const float tilt_cell = 7.5f * pi / 180.f;
+  float kt = floorf(tilt / tilt_cell + 0.5f) + float(half_tilt_cells);
+  kt = kt < 0.f
+           ? 0.f
+           : (kt > float(2 * half_tilt_cells - 1) ? float(2 * half_tilt_cells - 1) : kt);
+  const std::uint32_t qx = cell_of(0.5f + 0.5f * cx / box.radius, tof_order_xy_bits);
+  const std::uint32_t qy = cell_of(0.5f + 0.5f * cy / box.radius, tof_order_xy_bits);
+  const std::uint32_t qz =
+      cell_of((cz - box.z_min) / (box.z_max - box.z_min), tof_order_z_bits);
+  std::uint32_t key = (ka << tof_order_tilt_bits) | std::uint32_t(kt);
+  for (int level = tof_order_xy_bits - 1; level >= 0; --level) {
+    key = (key << 1) | ((qx >> level) & 1u);
+    key = (key << 1) | ((qy >> level) & 1u);
+    if (level < tof_order_z_bits)
+      key = (key << 1) | ((qz >> level) & 1u);
+  }
+  keys[i] = key;
+  indices[i] = std::uint32_t(i);
+}
+
 template <class E>
 RESPROJ_KERNEL void __launch_bounds__(256)
     gather_kernel(const E *__restrict__ src, const std::uint32_t *__restrict__ perm,
@@ -155,15 +242,22 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 inline std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
 
-/// cub's temporary storage for sorting `count` (uint32, uint32) pairs.
-inline std::size_t order_sort_bytes(std::size_t count) {
+/// cub's temporary storage for sorting `count` (uint32, uint32) pairs on
+/// key bits [0, bits).
+inline std::size_t order_sort_bytes(std::size_t count, int bits = order_key_bits) {
   std::size_t bytes = 0;
   RESPROJ_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
       nullptr, bytes, static_cast<const std::uint32_t *>(nullptr),
       static_cast<std::uint32_t *>(nullptr), static_cast<const std::uint32_t *>(nullptr),
-      static_cast<std::uint32_t *>(nullptr), static_cast<int>(count), 0, order_key_bits,
+      static_cast<std::uint32_t *>(nullptr), static_cast<int>(count), 0, bits,
       cudaStream_t(nullptr)));
   return bytes;
+}
+
+/// The larger of the two keys' sort storage (one workspace size serves both).
+inline std::size_t order_sort_bytes_any(std::size_t count) {
+  return std::max(order_sort_bytes(count, order_key_bits),
+                  order_sort_bytes(count, tof_order_key_bits));
 }
 
 inline void check_count_fits(std::size_t count) {
@@ -186,15 +280,63 @@ void check_device_span(const E *p, std::size_t size, std::size_t needed, const c
 
 } // namespace detail
 
-/// Bytes of workspace `listmode_order` needs for `count` events (keys,
-/// indices and the radix sort's temporary storage). Host-only; needs a
+/// Bytes of workspace `listmode_order` (either key) needs for `count`
+/// events (keys, indices and the radix sort's temporary storage). Host-only; needs a
 /// current CUDA device.
 /// @throws invalid_argument ("count") for more than 2^31 - 1 events.
 inline std::size_t listmode_order_workspace_bytes(std::size_t count) {
   detail::check_count_fits(count);
   const std::size_t keys = detail::align_up(count * sizeof(std::uint32_t));
-  return 3 * keys + detail::align_up(detail::order_sort_bytes(count)) + 256;
+  return 3 * keys + detail::align_up(detail::order_sort_bytes_any(count)) + 256;
 }
+
+namespace detail {
+
+/// The common part of both orders: validation, workspace carving, the key
+/// kernel (`launch_keys(keys, indices)`) and the radix sort on `key_bits`.
+template <class T, class LaunchKeys>
+void order_events(const listmode_order_box &box, lor_view<const T> lors,
+                  span<std::uint32_t> permutation, void *workspace,
+                  std::size_t workspace_bytes, stream_ref s, int key_bits,
+                  LaunchKeys &&launch_keys) {
+  if (lors.count == 0)
+    return;
+  const int device = current_device();
+  require_device_pointer(lors.starts, device, "lors.starts");
+  require_device_pointer(lors.ends, device, "lors.ends");
+  check_device_span(permutation.data(), permutation.size(), lors.count, "permutation",
+                    device);
+  const std::size_t needed = listmode_order_workspace_bytes(lors.count);
+  if (workspace_bytes < needed)
+    resproj::detail::throw_invalid("workspace_bytes",
+                                   "too small: " + std::to_string(workspace_bytes) +
+                                       " bytes, needs " + std::to_string(needed));
+  require_device_pointer(workspace, device, "workspace");
+  (void)box;
+
+  // Carve the workspace (256-byte aligned pieces).
+  auto base = reinterpret_cast<std::uintptr_t>(workspace);
+  base = (base + 255) / 256 * 256;
+  const std::size_t key_bytes = align_up(lors.count * sizeof(std::uint32_t));
+  auto *keys_in = reinterpret_cast<std::uint32_t *>(base);
+  auto *keys_out = reinterpret_cast<std::uint32_t *>(base + key_bytes);
+  auto *indices = reinterpret_cast<std::uint32_t *>(base + 2 * key_bytes);
+  void *temp = reinterpret_cast<void *>(base + 3 * key_bytes);
+  std::size_t temp_bytes = order_sort_bytes(lors.count, key_bits);
+
+  launch_keys(keys_in, indices);
+  RESPROJ_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
+      temp, temp_bytes, keys_in, keys_out, static_cast<const std::uint32_t *>(indices),
+      permutation.data(), static_cast<int>(lors.count), 0, key_bits, s.get()));
+}
+
+inline void check_box(const listmode_order_box &box) {
+  if (!(box.radius > 0.f) || !(box.z_max > box.z_min) || !std::isfinite(box.radius) ||
+      !std::isfinite(box.z_min) || !std::isfinite(box.z_max))
+    resproj::detail::throw_invalid("box", "needs radius > 0 and z_min < z_max, finite");
+}
+
+} // namespace detail
 
 /// Computes a locality order of list-mode events: `permutation[k]` is the
 /// index of the event to process k-th (a permutation of 0 .. count-1).
@@ -220,40 +362,68 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
   detail::require_explicit_stream(s, "stream");
   resproj::detail::check_lors(lors, "lors");
   detail::check_count_fits(lors.count);
-  if (!(box.radius > 0.f) || !(box.z_max > box.z_min) || !std::isfinite(box.radius) ||
-      !std::isfinite(box.z_min) || !std::isfinite(box.z_max))
-    resproj::detail::throw_invalid("box", "needs radius > 0 and z_min < z_max, finite");
-  if (lors.count == 0)
-    return;
-  const int device = current_device();
-  require_device_pointer(lors.starts, device, "lors.starts");
-  require_device_pointer(lors.ends, device, "lors.ends");
-  detail::check_device_span(permutation.data(), permutation.size(), lors.count,
-                            "permutation", device);
-  const std::size_t needed = listmode_order_workspace_bytes(lors.count);
-  if (workspace_bytes < needed)
-    resproj::detail::throw_invalid("workspace_bytes",
-                                   "too small: " + std::to_string(workspace_bytes) +
-                                       " bytes, needs " + std::to_string(needed));
-  require_device_pointer(workspace, device, "workspace");
+  detail::check_box(box);
+  detail::order_events<T>(
+      box, lors, permutation, workspace, workspace_bytes, s, detail::order_key_bits,
+      [&](std::uint32_t *keys, std::uint32_t *indices) {
+        detail::launch(detail::listmode_key_kernel<T>, (lors.count + 255) / 256, 256, s,
+                       "listmode_key_kernel", lors.starts, lors.ends, lors.count, box,
+                       keys, indices);
+      });
+}
 
-  // Carve the workspace (256-byte aligned pieces).
-  auto base = reinterpret_cast<std::uintptr_t>(workspace);
-  base = (base + 255) / 256 * 256;
-  const std::size_t key_bytes = detail::align_up(lors.count * sizeof(std::uint32_t));
-  auto *keys_in = reinterpret_cast<std::uint32_t *>(base);
-  auto *keys_out = reinterpret_cast<std::uint32_t *>(base + key_bytes);
-  auto *indices = reinterpret_cast<std::uint32_t *>(base + 2 * key_bytes);
-  void *temp = reinterpret_cast<void *>(base + 3 * key_bytes);
-  std::size_t temp_bytes = detail::order_sort_bytes(lors.count);
+/// TOF-aware locality order: as above, but the key also places each event
+/// at the centre of its TOF bin on its LOR (direction, then a Z-order code
+/// of that point; see `detail::tof_order_*_bits`), so that events whose
+/// TOF windows overlap in space are adjacent. The order depends on the
+/// LORs, the bins and the TOF parameters; map results back with
+/// `scatter_back` as above. Same workspace size.
+///
+/// @param bins  the events' TOF bins (device, at least `lors.count`);
+///              bins outside [0, N-1] are placed at the nearest bin
+/// @param tof   TOF parameters of the events (per-event offsets, if any,
+///              device arrays indexed like the events)
+/// @throws invalid_argument as above, and "bins" / "tof.*" for a null,
+///         host or too-small bin array or invalid TOF parameters.
+/// Asynchronous; no allocation; graph-capturable.
+template <class T>
+void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
+                    span<const std::int16_t> bins, const tof_params<T> &tof,
+                    span<std::uint32_t> permutation, void *workspace,
+                    std::size_t workspace_bytes, stream_ref s) {
+  detail::require_explicit_stream(s, "stream");
+  resproj::detail::check_lors(lors, "lors");
+  detail::check_count_fits(lors.count);
+  detail::check_box(box);
+  resproj::detail::check_tof(tof, lors.count);
+  if (bins.size() < lors.count)
+    resproj::detail::throw_invalid("bins",
+                                   "too small: holds " + std::to_string(bins.size()) +
+                                       " elements, needs " + std::to_string(lors.count));
+  if (lors.count > 0) {
+    const int device = current_device();
+    require_device_pointer(bins.data(), device, "bins");
+    if (!tof.center_offsets.empty())
+      require_device_pointer(tof.center_offsets.data(), device, "tof.center_offsets");
+  }
+  const tof_params<T> call_tof = tof.subview(0, lors.count);
+  detail::order_events<T>(
+      box, lors, permutation, workspace, workspace_bytes, s, detail::tof_order_key_bits,
+      [&](std::uint32_t *keys, std::uint32_t *indices) {
+        detail::launch(detail::listmode_tof_key_kernel<T>, (lors.count + 255) / 256, 256,
+                       s, "listmode_tof_key_kernel", lors.starts, lors.ends, bins.data(),
+                       call_tof, lors.count, box, keys, indices);
+      });
+}
 
-  const std::size_t blocks = (lors.count + 255) / 256;
-  detail::launch(detail::listmode_key_kernel<T>, blocks, 256, s, "listmode_key_kernel",
-                 lors.starts, lors.ends, lors.count, box, keys_in, indices);
-  RESPROJ_CUDA_TRY(cub::DeviceRadixSort::SortPairs(
-      temp, temp_bytes, keys_in, keys_out, static_cast<const std::uint32_t *>(indices),
-      permutation.data(), static_cast<int>(lors.count), 0, detail::order_key_bits,
-      s.get()));
+/// TOF-aware order with the box of an image geometry.
+template <class T>
+void listmode_order(const image_geometry &geometry, lor_view<const T> lors,
+                    span<const std::int16_t> bins, const tof_params<T> &tof,
+                    span<std::uint32_t> permutation, void *workspace,
+                    std::size_t workspace_bytes, stream_ref s) {
+  listmode_order<T>(listmode_order_box::from(geometry), lors, bins, tof, permutation,
+                    workspace, workspace_bytes, s);
 }
 
 /// As above, with the box of an image geometry.

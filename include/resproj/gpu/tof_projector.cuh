@@ -92,19 +92,19 @@ template <class Lors> struct tof_sino_forward_kernels {
     return tof_sino_forward_kernel<T, I, G, Lors>;
   }
 };
-template <class Lors> struct tof_sino_back_kernels {
+template <class Lors, bool Paired = false> struct tof_sino_back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_sino_back_kernel<T, I, G, Lors>;
+    return tof_sino_back_kernel<T, I, G, Lors, Paired>;
   }
 };
-template <class Lors> struct tof_lm_forward_kernels {
+template <class Lors, bool SampleFirst = false> struct tof_lm_forward_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_forward_kernel<T, I, G, Lors>;
+    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst>;
   }
 };
-template <class Lors> struct tof_lm_back_kernels {
+template <class Lors, bool Paired = false> struct tof_lm_back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_back_kernel<T, I, G, Lors>;
+    return tof_lm_back_kernel<T, I, G, Lors, Paired>;
   }
 };
 
@@ -126,6 +126,21 @@ tof_params<T> tof_for_call(const tof_params<T> &tof, std::size_t count) {
 }
 
 } // namespace detail
+
+/// Kernel variants of the TOF calls that change only the work done, not
+/// the arithmetic of any value (results equal those of the default
+/// kernels to the rounding order of atomic adds). For benchmarking the
+/// levers one by one (benchmarks/bench_gpu_tof.cu); the defaults are the
+/// original kernels until measured.
+struct tof_kernel_options {
+  /// Back projections of float images: add the two bilinear neighbours of
+  /// a sample that are adjacent in memory with one float2 / float4 atomic
+  /// (sm_90), i.e. about half the atomic operations. Other cases: scalar.
+  bool vector_atomics = false;
+  /// List-mode forward: read the image sample first and evaluate the TOF
+  /// weight (4 erfc) only where it is non-zero.
+  bool sample_first = false;
+};
 
 /// TOF sinogram forward projection: `out[i * N + j]` = value of LOR i at
 /// TOF bin j (N = `tof.num_bins`), for the `lors.count` LORs of the chunk.
@@ -169,13 +184,14 @@ void forward_tof_sino(device_image_view<const detail::identity_t<T>> image,
 /// TOF sinogram back projection: adds the transpose of `forward_tof_sino`
 /// applied to `values` (`values[i * N + j]`) into the image (accumulates:
 /// zero the image first for a plain back projection). Atomic adds.
+/// `variant` selects a kernel variant (`tof_kernel_options`; same results).
 /// @throws as `forward_tof_sino` ("values" instead of "out").
 /// Asynchronous; no allocation; graph-capturable.
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void back_tof_sino(device_image_view<T> image, const Lors &lors,
                    const tof_params<detail::identity_t<T>> &tof,
                    span<const detail::identity_t<T>> values, const launch_options &opt,
-                   stream_ref s) {
+                   const tof_kernel_options &variant, stream_ref s) {
   const auto src = lors.normalized();
   const device_image_view<const T> cimage(image);
   const std::size_t needed = src.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
@@ -183,10 +199,25 @@ void back_tof_sino(device_image_view<T> image, const Lors &lors,
                                   values.size(), needed, "values", opt, s);
   if (src.count == 0)
     return;
-  detail::launch_per_lor<T, detail::tof_sino_back_kernels<decltype(src)>>(
-      cimage, src.count, detail::threads_per_lor(opt, src.count, image.device), opt, s,
-      "tof_sino_back_kernel", image.data, src, detail::tof_for_call(tof, src.count),
-      values.data());
+  const int g = detail::threads_per_lor(opt, src.count, image.device);
+  const auto tof_call = detail::tof_for_call(tof, src.count);
+  if (variant.vector_atomics)
+    detail::launch_per_lor<T, detail::tof_sino_back_kernels<decltype(src), true>>(
+        cimage, src.count, g, opt, s, "tof_sino_back_kernel", image.data, src, tof_call,
+        values.data());
+  else
+    detail::launch_per_lor<T, detail::tof_sino_back_kernels<decltype(src)>>(
+        cimage, src.count, g, opt, s, "tof_sino_back_kernel", image.data, src, tof_call,
+        values.data());
+}
+
+/// TOF sinogram back projection with the default kernel variant.
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_sino(device_image_view<T> image, const Lors &lors,
+                   const tof_params<detail::identity_t<T>> &tof,
+                   span<const detail::identity_t<T>> values, const launch_options &opt,
+                   stream_ref s) {
+  back_tof_sino<T>(image, lors, tof, values, opt, tof_kernel_options{}, s);
 }
 
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
@@ -216,6 +247,7 @@ void back_tof_sino(device_image<T> &image, const Lors &lors,
 /// planes within reach of the bin are visited.
 ///
 /// @param bins  device array of at least `lors.count` signed 16-bit bins
+/// @param variant  kernel variant (`tof_kernel_options`; same results)
 /// @throws as `forward_tof_sino`, and "bins" for a null, host or too small
 ///         bin array.
 /// Asynchronous; no allocation; graph-capturable.
@@ -223,16 +255,32 @@ template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T
 void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
                     const Lors &lors, span<const std::int16_t> bins,
                     const tof_params<detail::identity_t<T>> &tof, span<T> out,
-                    const launch_options &opt, stream_ref s) {
+                    const launch_options &opt, const tof_kernel_options &variant,
+                    stream_ref s) {
   const auto src = lors.normalized();
   detail::check_tof_projection<T>(image, src, tof, bins.data(), bins.size(), true,
                                   out.data(), out.size(), src.count, "out", opt, s);
   if (src.count == 0)
     return;
-  detail::launch_per_lor<T, detail::tof_lm_forward_kernels<decltype(src)>>(
-      image, src.count, detail::threads_per_event(opt, src.count, image.device), opt, s,
-      "tof_lm_forward_kernel", image.data, src, bins.data(),
-      detail::tof_for_call(tof, src.count), out.data());
+  const int g = detail::threads_per_event(opt, src.count, image.device);
+  const auto tof_call = detail::tof_for_call(tof, src.count);
+  if (variant.sample_first)
+    detail::launch_per_lor<T, detail::tof_lm_forward_kernels<decltype(src), true>>(
+        image, src.count, g, opt, s, "tof_lm_forward_kernel", image.data, src,
+        bins.data(), tof_call, out.data());
+  else
+    detail::launch_per_lor<T, detail::tof_lm_forward_kernels<decltype(src)>>(
+        image, src.count, g, opt, s, "tof_lm_forward_kernel", image.data, src,
+        bins.data(), tof_call, out.data());
+}
+
+/// TOF list-mode forward projection with the default kernel variant.
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
+                    const Lors &lors, span<const std::int16_t> bins,
+                    const tof_params<detail::identity_t<T>> &tof, span<T> out,
+                    const launch_options &opt, stream_ref s) {
+  forward_tof_lm<T>(image, lors, bins, tof, out, opt, tof_kernel_options{}, s);
 }
 
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
@@ -244,7 +292,7 @@ void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
 }
 
 /// TOF list-mode back projection: transpose of `forward_tof_lm` (adds into
-/// the image; atomic adds).
+/// the image; atomic adds); `variant` as in `forward_tof_lm`.
 /// @throws as `forward_tof_lm` ("values" instead of "out").
 /// Asynchronous; no allocation; graph-capturable.
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
@@ -252,7 +300,7 @@ void back_tof_lm(device_image_view<T> image, const Lors &lors,
                  span<const std::int16_t> bins,
                  const tof_params<detail::identity_t<T>> &tof,
                  span<const detail::identity_t<T>> values, const launch_options &opt,
-                 stream_ref s) {
+                 const tof_kernel_options &variant, stream_ref s) {
   const auto src = lors.normalized();
   const device_image_view<const T> cimage(image);
   detail::check_tof_projection<T>(cimage, src, tof, bins.data(), bins.size(), true,
@@ -260,10 +308,26 @@ void back_tof_lm(device_image_view<T> image, const Lors &lors,
                                   s);
   if (src.count == 0)
     return;
-  detail::launch_per_lor<T, detail::tof_lm_back_kernels<decltype(src)>>(
-      cimage, src.count, detail::threads_per_event(opt, src.count, image.device), opt, s,
-      "tof_lm_back_kernel", image.data, src, bins.data(),
-      detail::tof_for_call(tof, src.count), values.data());
+  const int g = detail::threads_per_event(opt, src.count, image.device);
+  const auto tof_call = detail::tof_for_call(tof, src.count);
+  if (variant.vector_atomics)
+    detail::launch_per_lor<T, detail::tof_lm_back_kernels<decltype(src), true>>(
+        cimage, src.count, g, opt, s, "tof_lm_back_kernel", image.data, src, bins.data(),
+        tof_call, values.data());
+  else
+    detail::launch_per_lor<T, detail::tof_lm_back_kernels<decltype(src)>>(
+        cimage, src.count, g, opt, s, "tof_lm_back_kernel", image.data, src, bins.data(),
+        tof_call, values.data());
+}
+
+/// TOF list-mode back projection with the default kernel variant.
+template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
+void back_tof_lm(device_image_view<T> image, const Lors &lors,
+                 span<const std::int16_t> bins,
+                 const tof_params<detail::identity_t<T>> &tof,
+                 span<const detail::identity_t<T>> values, const launch_options &opt,
+                 stream_ref s) {
+  back_tof_lm<T>(image, lors, bins, tof, values, opt, tof_kernel_options{}, s);
 }
 
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/tof.hpp"
@@ -59,6 +60,28 @@ RESPROJ_HD inline std::int64_t first_in_subset(std::int64_t first, std::int64_t 
   if (first >= lo)
     return first;
   return first + (lo - first + stride - 1) / stride * stride;
+}
+
+/// Adders that scatter a whole sample themselves (e.g. with vector atomics
+/// on the GPU) declare `static constexpr bool scatters_samples = true` and
+/// a member `template <class I, class T> void scatter_sample(T *image, const
+/// joseph_ray<T> &r, std::int64_t p, T value) const` that adds the same
+/// amounts as `scatter<I>(image, r, p, value, add)`.
+template <class Add, class = void> struct scatters_samples : std::false_type {};
+template <class Add>
+struct scatters_samples<Add, std::enable_if_t<std::decay_t<Add>::scatters_samples>>
+    : std::true_type {};
+
+/// `scatter<I>` of one sample through `add`, or the adder's own sample
+/// scatter when it has one.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I, class T, class Add>
+RESPROJ_HD void tof_scatter(T *image, const joseph_ray<T> &r, std::int64_t p, T value,
+                            Add &&add) noexcept {
+  if constexpr (scatters_samples<Add>::value)
+    add.template scatter_sample<I>(image, r, p, value);
+  else
+    scatter<I>(image, r, p, value, add);
 }
 
 /// Adds into a row `out[j * stride]` (one writer per row).
@@ -122,7 +145,7 @@ RESPROJ_HD void back_tof_sino_planes(T *image, const joseph_ray<T> &r,
     detail::tof_weighted_sum<T> f{values_row, values_stride, T(0)};
     for_each_tof_weight(tl, tof_position(r, p), f);
     if (f.sum != T(0))
-      scatter<I>(image, r, p, f.sum * r.step, add);
+      detail::tof_scatter<I>(image, r, p, f.sum * r.step, add);
   }
 }
 
@@ -144,7 +167,13 @@ RESPROJ_HD void back_tof_sino_lor(const image_grid<T> &g, T *image, const T a[3]
 /// `tof_plane_range` of `bin`: `r.step * sum_p sample_p * weight_bin(p)`
 /// over the visited planes (0 for a bin outside [0, N-1]). With all planes
 /// visited, equals the sinogram value at `bin` to float rounding.
-template <class I = std::int64_t, class T>
+///
+/// `SampleFirst`: read the image sample first and evaluate the TOF weight
+/// only where the sample is non-zero (instead of the weight first and the
+/// sample only where the weight is non-zero). The same terms are added in
+/// the same order, so the result is identical; only the work differs
+/// (cheaper where the image has zeros, e.g. outside the body).
+template <class I = std::int64_t, bool SampleFirst = false, class T>
 RESPROJ_HD T forward_tof_lm_planes(const T *image, const joseph_ray<T> &r,
                                    const tof_lor<T> &tl, std::int64_t bin,
                                    std::int64_t first, std::int64_t stride) noexcept {
@@ -155,9 +184,18 @@ RESPROJ_HD T forward_tof_lm_planes(const T *image, const joseph_ray<T> &r,
   T acc = 0;
   for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi;
        p += stride) {
-    const T w = tof_weight(tl, tof_position(r, p), bin);
-    if (w != T(0))
-      acc += sample<I>(image, r, p) * w;
+    if constexpr (SampleFirst) {
+      const T v = sample<I>(image, r, p);
+      if (v != T(0)) {
+        const T w = tof_weight(tl, tof_position(r, p), bin);
+        if (w != T(0))
+          acc += v * w;
+      }
+    } else {
+      const T w = tof_weight(tl, tof_position(r, p), bin);
+      if (w != T(0))
+        acc += sample<I>(image, r, p) * w;
+    }
   }
   return acc * r.step;
 }
@@ -187,7 +225,7 @@ RESPROJ_HD void back_tof_lm_planes(T *image, const joseph_ray<T> &r, const tof_l
        p += stride) {
     const T w = tof_weight(tl, tof_position(r, p), bin);
     if (w != T(0))
-      scatter<I>(image, r, p, v * w, add);
+      detail::tof_scatter<I>(image, r, p, v * w, add);
   }
 }
 
