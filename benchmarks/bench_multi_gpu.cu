@@ -28,7 +28,7 @@
 // that device (a serial host loop would show device 1 starting where
 // device 0 ends). After the runs, a table of speed-ups over one device.
 //
-// Set NCCL_NVLS_ENABLE=0 in the environment (NVLink multicast stays off).
+// NCCL_NVLS_ENABLE defaults to 0 here (NVLink multicast off).
 // Without a CUDA device the program prints a message and exits with 0.
 // Exit code 2 if any benchmark reported an error.
 
@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -428,6 +429,7 @@ void register_all(int max_devices) {
 } // namespace
 
 int main(int argc, char **argv) {
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0); // NVLink multicast off unless chosen
   const bool list_only = rb::lists_only(argc, argv);
   if (!rb::initialize_with_defaults(argc, argv))
     return 1;

@@ -12,7 +12,7 @@
 //  4. rank 0 also back-projects every LOR on its GPU alone and prints
 //     whether the summed image matches (float rounding of the order only).
 //
-// Run with NCCL_NVLS_ENABLE=0 (NVLink multicast off).
+// NCCL_NVLS_ENABLE defaults to 0 (NVLink multicast off).
 // Usage: multi_gpu_processes [max_ranks]. Exit code 0 when every rank
 // matched (or there is nothing to do: no GPU, or resproj built without
 // NCCL), 1 otherwise.
@@ -165,6 +165,7 @@ int run_rank(int rank, int ranks, const ncclUniqueId &id) {
 } // namespace
 
 int main(int argc, char **argv) {
+  ::setenv("NCCL_NVLS_ENABLE", "0", 0); // NVLink multicast off unless chosen
   const int found = probe_device_count();
   int ranks = found;
   if (argc > 1)

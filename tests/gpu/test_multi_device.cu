@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -26,6 +27,10 @@ namespace gpu = resproj::gpu;
 namespace rs = resproj::scanner;
 using resproj_test::expect_invalid;
 using resproj_test_gpu::relative_error;
+
+// NVLink multicast (NVLS) off for the NCCL communicators unless the
+// environment chose otherwise.
+const bool nvls_off = [] { return ::setenv("NCCL_NVLS_ENABLE", "0", 0) == 0; }();
 
 template <class T>
 std::vector<T> download(const gpu::device_buffer<T> &b, gpu::stream_ref s) {
