@@ -209,12 +209,7 @@ int main(int argc, char **argv) {
     if (!use_gpu) {
       ex::listmode_corrections(sc, corr, tof, lm);
       ex::group_by_subset(lm, set.subsets);
-      std::vector<float> sens(std::size_t(geometry.num_voxels()), 0.f);
-      for (int k = 0; k < sc.num_subsets(); ++k)
-        resproj::cpu::back<float>(
-            {sens.data(), geometry}, sc.source(k),
-            resproj::span<const float>(model.m.data() + model.offset[std::size_t(k)],
-                                       sc.subset_count(k)));
+      auto sens = ex::cpu_sensitivity(sc, corr);
       std::printf("events read, corrections and sensitivity in %.1f s\n", since(t));
       ex::cpu_listmode_backend b(sc, lm, tof, std::move(sens),
                                  ex::start_image(geometry, 1.f));
@@ -226,37 +221,12 @@ int main(int argc, char **argv) {
     }
 #if defined(__CUDACC__)
     else {
-      gpu::stream &s = *gs;
       ex::group_by_subset(lm, set.subsets);
-      auto pairs = gpu::make_device_buffer(
-          resproj::span<const std::int32_t>(lm.pairs.data(), lm.pairs.size()), s);
-      auto bins = gpu::make_device_buffer(
-          resproj::span<const std::int16_t>(lm.bins.data(), lm.bins.size()), s);
-      gpu::device_buffer<float> m(lm.count(), s), a(lm.count(), s);
-      a.fill(corr.background / float(tof.num_bins), s);
-      gpu::device_image<float> mu(geometry, s), sens(geometry, s);
-      mu.upload(resproj::span<const float>(corr.mu.data(), corr.mu.size()), s);
-      auto eff = gpu::make_device_buffer(
-          resproj::span<const float>(corr.efficiency.data(), corr.efficiency.size()), s);
-      ex::gpu_event_corrections(gds->detectors, pairs, mu, eff, corr.scale, m, s);
-      std::size_t maxc = 0;
-      for (int k = 0; k < sc.num_subsets(); ++k)
-        maxc = std::max(maxc, sc.subset_count(k));
-      {
-        gpu::device_buffer<float> work(maxc, s);
-        ex::gpu_sensitivity(sc, *gds, mu, eff, corr.scale, work, {&sens}, s);
-        s.synchronize();
-      }
-      {
-        gpu::device_buffer<std::uint32_t> perm(lm.count(), s);
-        ex::order_subsets(geometry, lm.offset, gds->detectors, pairs, bins, m, a, perm,
-                          s);
-      }
+      const ex::gpu_listmode_problem problem(sc, *gds, lm, corr, tof, *gs);
       std::printf("events read and uploaded, corrections, sensitivity and reordering in "
                   "%.2f s\n",
                   since(t));
-      ex::gpu_listmode_backend b(sc, lm.offset, gds->detectors, pairs, bins, m, a, tof,
-                                 sens, ex::start_image(geometry, 1.f), s);
+      auto b = problem.backend(ex::start_image(geometry, 1.f));
       b.opt.check_pointers = false; // checked once above; hot loop
       const auto t0 = clock_type::now();
       ex::osem(b, set.iterations,

@@ -27,6 +27,7 @@
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/gpu/tof_projector.cuh"
+#include "synthetic.hpp"
 
 namespace resproj_examples {
 namespace gpu = resproj::gpu;
@@ -391,6 +392,62 @@ struct gpu_sinogram_backend {
     x.download(resproj::span<float>(h.data(), h.size()), s);
     s.synchronize();
     return h;
+  }
+};
+
+} // namespace resproj_examples
+
+namespace resproj_examples {
+
+/// A TOF list-mode reconstruction's resident data, set up on the GPU from
+/// host events grouped by subset (`group_by_subset`) and the corrections:
+/// uploads the events, computes the per-event m (efficiencies x
+/// attenuation along each event) and a (background / TOF bins), the total
+/// sensitivity image with attenuation (from the sinogram description),
+/// and reorders each subset once for locality. Set-up allocates; it ends
+/// with a synchronisation. `backend(x0)` then runs OSEM resident.
+struct gpu_listmode_problem {
+  const scan &sc;
+  const device_scan &ds;
+  gpu::stream_ref s;
+  resproj::tof_params<float> tof;
+  std::vector<std::size_t> offset;
+  gpu::device_buffer<std::int32_t> pairs;
+  gpu::device_buffer<std::int16_t> bins;
+  gpu::device_buffer<float> m, a, efficiency;
+  gpu::device_image<float> mu, sensitivity;
+  gpu::device_buffer<std::uint32_t> permutation;
+
+  /// @throws resproj::invalid_argument ("lm") if the events are not grouped.
+  gpu_listmode_problem(const scan &scan_, const device_scan &dscan,
+                       const listmode_data &lm, const corrections &c,
+                       const resproj::tof_params<float> &tof_, gpu::stream_ref stream,
+                       bool reorder = true)
+      : sc(scan_), ds(dscan), s(stream), tof(tof_), offset(lm.offset),
+        pairs(detail::upload(lm.pairs, s)), bins(detail::upload(lm.bins, s)),
+        m(lm.count(), s), a(lm.count(), s), efficiency(detail::upload(c.efficiency, s)),
+        mu(sc.image, s), sensitivity(sc.image, s), permutation(lm.count(), s) {
+    if (offset.size() < 2 || offset.back() != lm.count())
+      resproj::detail::throw_invalid("lm", "events not grouped by subset");
+    mu.upload(resproj::span<const float>(c.mu.data(), c.mu.size()), s);
+    a.fill(tof.num_bins > 0 ? c.background / float(tof.num_bins) : c.background, s);
+    gpu_event_corrections(ds.detectors, pairs, mu, efficiency, c.scale, m, s);
+    std::size_t maxc = 0;
+    for (int k = 0; k < sc.num_subsets(); ++k)
+      maxc = std::max(maxc, sc.subset_count(k));
+    {
+      gpu::device_buffer<float> work(maxc, s);
+      gpu_sensitivity(sc, ds, mu, efficiency, c.scale, work, {&sensitivity}, s);
+      s.synchronize();
+    }
+    if (reorder)
+      order_subsets(sc.image, offset, ds.detectors, pairs, bins, m, a, permutation, s);
+    s.synchronize();
+  }
+  /// A backend over this data starting from `x0` (host).
+  gpu_listmode_backend backend(const std::vector<float> &x0) const {
+    return gpu_listmode_backend(sc, offset, ds.detectors, pairs, bins, m, a, tof,
+                                sensitivity, x0, s);
   }
 };
 

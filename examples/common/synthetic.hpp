@@ -241,6 +241,27 @@ inline void listmode_corrections(const scan &sc, const corrections &c,
   }
 }
 
+/// The total sensitivity image with attenuation on the CPU: for every
+/// subset of `sc`, m = the corrections of its LORs (attenuation by forward
+/// projection of `c.mu`), back projected and summed.
+inline std::vector<float> cpu_sensitivity(const scan &sc, const corrections &c) {
+  std::vector<float> sens(std::size_t(sc.image.num_voxels()), 0.f), m;
+  for (int s = 0; s < sc.num_subsets(); ++s) {
+    const std::size_t k = sc.subset_count(s);
+    m.resize(k);
+    resproj::cpu::forward<float>(detail::cview_of(c.mu, sc.image), sc.source(s),
+                                 resproj::span<float>(m.data(), k));
+    detail::parallel_for(k, [&](std::size_t i) {
+      std::int32_t da, db;
+      sc.detector_pair(s, i, da, db);
+      m[i] = lor_correction(c, da, db, m[i]);
+    });
+    resproj::cpu::back<float>(detail::view_of(sens, sc.image), sc.source(s),
+                              resproj::span<const float>(m.data(), k));
+  }
+  return sens;
+}
+
 /// Histograms list-mode events into a sinogram of `model`'s layout (subset
 /// order), ignoring TOF bins: the counts `y`; m and a copied from `model`.
 /// @throws resproj::invalid_argument ("lm") for an event on no sinogram bin.

@@ -159,6 +159,22 @@ TEST(Osem, TofListmodeReconstructs) {
   EXPECT_GT(q.background_mean, 0.0);
 }
 
+TEST(Osem, SensitivityFromCorrections) {
+  osem_problem p(3);
+  std::vector<float> ref(p.x_true.size(), 0.f);
+  for (int s = 0; s < 3; ++s)
+    resproj::cpu::back<float>(
+        {ref.data(), p.sc.image}, p.sc.source(s),
+        resproj::span<const float>(p.model.m.data() + p.model.offset[std::size_t(s)],
+                                   p.sc.subset_count(s)));
+  const auto sens = ex::cpu_sensitivity(p.sc, p.corr);
+  EXPECT_LT(rel_diff(sens, ref), 1e-5);
+  double total = 0;
+  for (float v : sens)
+    total += v;
+  EXPECT_GT(total, 0.0);
+}
+
 TEST(Osem, BadInputThrows) {
   osem_problem p(2);
   ex::cpu_sinogram_backend b(p.sc, p.model, p.ones());
