@@ -370,6 +370,32 @@ TEST_F(multi_device, every_device_matches_one_device) {
     check_against(h, all, ref, false, m, false);
     check_against(h, all, ref, false, m, true);
   }
+#if defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL
+  { // Communicators made by the caller, used through the same sum.
+    std::vector<ncclComm_t> comms(std::size_t(all.size()), nullptr);
+    ASSERT_EQ(ncclCommInitAll(comms.data(), all.size(), all.devices().data()),
+              ncclSuccess);
+    {
+      gpu::stream_set streams(all);
+      gpu::replicated_image<float> img(all, h.geometry, streams);
+      img.fill(1.0f, streams);
+      gpu::replica_reducer<float> reducer(all, h.geometry, streams, comms);
+      EXPECT_EQ(reducer.method(), gpu::reduce_method::nccl);
+      reducer.sum(img, streams);
+      for (int i = 0; i < all.size(); ++i)
+        for (const float v : download(img.replica(i), streams[i]))
+          ASSERT_EQ(v, float(all.size()));
+      auto swapped = comms;
+      std::swap(swapped[0], swapped[1]);
+      expect_invalid(
+          [&] { gpu::replica_reducer<float> r(all, h.geometry, streams, swapped); },
+          "comms");
+      streams.synchronize();
+    }
+    for (ncclComm_t c : comms)
+      ncclCommDestroy(c);
+  }
+#endif
   // Every pair of devices in reverse order, and uneven weights.
   const gpu::device_set pair({all.device(1), all.device(0)});
   check_against(h, pair, ref, false, gpu::reduce_method::automatic, true);

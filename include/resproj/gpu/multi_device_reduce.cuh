@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <thrust/execution_policy.h>
@@ -192,11 +193,42 @@ public:
 #endif
   }
 
+#if defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL
+  /// Sums through communicators the caller made (one per device of the set,
+  /// rank i on device i; not owned: the caller destroys them after the
+  /// reducer). Does not block.
+  /// @throws invalid_argument("comms") for a wrong count, a null
+  ///         communicator or one on another device than its set entry;
+  ///         ("streams"); gpu_error if NCCL fails.
+  replica_reducer(const device_set &devices, const image_geometry &geometry,
+                  const std::vector<stream_ref> &streams, std::vector<ncclComm_t> comms)
+      : set_(devices), geometry_(geometry), events_(devices.devices()),
+        method_(reduce_method::nccl), comms_(std::move(comms)), owns_comms_(false) {
+    detail::check_streams(set_.devices(), streams);
+    if (comms_.size() != std::size_t(set_.size()))
+      resproj::detail::throw_invalid(
+          "comms", "has " + std::to_string(comms_.size()) + " communicators for " +
+                       std::to_string(set_.size()) + " devices");
+    for (int i = 0; i < set_.size(); ++i) {
+      int device = -1;
+      if (comms_[std::size_t(i)] == nullptr)
+        resproj::detail::throw_invalid("comms", "null communicator");
+      RESPROJ_NCCL_TRY(ncclCommCuDevice(comms_[std::size_t(i)], &device));
+      if (device != set_.device(i))
+        resproj::detail::throw_invalid(
+            "comms", "communicator " + std::to_string(i) + " is on device " +
+                         std::to_string(device) + ", expected device " +
+                         std::to_string(set_.device(i)));
+    }
+  }
+#endif
+
   ~replica_reducer() {
 #if defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL
-    for (ncclComm_t c : comms_)
-      if (c != nullptr)
-        (void)ncclCommDestroy(c);
+    if (owns_comms_)
+      for (ncclComm_t c : comms_)
+        if (c != nullptr)
+          (void)ncclCommDestroy(c);
 #endif
   }
   replica_reducer(const replica_reducer &) = delete;
@@ -297,6 +329,7 @@ private:
   std::vector<device_buffer<T>> scratch_;
 #if defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL
   std::vector<ncclComm_t> comms_;
+  bool owns_comms_ = true;
 #endif
 };
 
