@@ -25,7 +25,9 @@
 //   /vec-atomics   back projections: float2/float4 atomics for the two
 //                  bilinear neighbours adjacent in memory
 //   /sample-first  list-mode forward: TOF weight only where the sample != 0
-//   /all-levers    both
+//   /lockstep      list-mode: one thread per event, a warp's lanes walking
+//                  the union of their plane ranges in lock-step
+//   /all-levers    vec-atomics + sample-first; /all-levers+lockstep: all 3
 //
 // Timing: CUDA events around the work on its stream, UseManualTime, one
 // warm-up call before each timed loop, 5 repetitions, aggregates only: read
@@ -382,9 +384,10 @@ void register_all() {
   using benchmark::RegisterBenchmark;
   const gpu::launch_options automatic{};
   const gpu::tof_kernel_options plain{};
-  gpu::tof_kernel_options vec_atomics, sample_first;
+  gpu::tof_kernel_options vec_atomics, sample_first, lockstep;
   vec_atomics.vector_atomics = true;
   sample_first.sample_first = true;
+  lockstep.lockstep = true;
   gpu::launch_options rows;
   rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
   rb::configure(
@@ -428,6 +431,10 @@ void register_all() {
                                     o.order, automatic, sample_first));
     rb::configure(RegisterBenchmark((n + "/back/vec-atomics").c_str(), bm_lm_back,
                                     o.order, automatic, vec_atomics));
+    rb::configure(RegisterBenchmark((n + "/forward/lockstep").c_str(), bm_lm_forward,
+                                    o.order, automatic, lockstep));
+    rb::configure(RegisterBenchmark((n + "/back/lockstep").c_str(), bm_lm_back, o.order,
+                                    automatic, lockstep));
   }
   for (int g : {1, 2, 8}) {
     gpu::launch_options opt;
@@ -443,13 +450,22 @@ void register_all() {
                                       opt, plain));
     }
   }
-  // Every lever together on the TOF-sorted events.
-  gpu::tof_kernel_options both = vec_atomics;
+  // Vector atomics and sample first together, without and with lock-step.
+  gpu::tof_kernel_options both = vec_atomics, all = vec_atomics;
   both.sample_first = true;
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm-tofsorted/forward/all-levers",
-                                  bm_lm_forward, lm_order::tof_key, automatic, both));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm-tofsorted/back/all-levers", bm_lm_back,
-                                  lm_order::tof_key, automatic, both));
+  all.sample_first = true;
+  all.lockstep = true;
+  for (const auto &o : orders) {
+    const std::string n = o.name;
+    rb::configure(RegisterBenchmark((n + "/forward/all-levers").c_str(), bm_lm_forward,
+                                    o.order, automatic, both));
+    rb::configure(RegisterBenchmark((n + "/back/all-levers").c_str(), bm_lm_back, o.order,
+                                    automatic, both));
+    rb::configure(RegisterBenchmark((n + "/forward/all-levers+lockstep").c_str(),
+                                    bm_lm_forward, o.order, automatic, all));
+    rb::configure(RegisterBenchmark((n + "/back/all-levers+lockstep").c_str(), bm_lm_back,
+                                    o.order, automatic, all));
+  }
 }
 
 /// Console reporter that counts failed runs.

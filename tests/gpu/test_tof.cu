@@ -181,8 +181,12 @@ TYPED_TEST(gpu_tof, matches_cpu) {
     gpu::tof_kernel_options all_on;
     all_on.vector_atomics = true;
     all_on.sample_first = true;
+    gpu::tof_kernel_options lockstep, lockstep_all_on = all_on;
+    lockstep.lockstep = true;
+    lockstep_all_on.lockstep = true;
     for (const variant &v : variants)
-      for (const gpu::tof_kernel_options &kv : {gpu::tof_kernel_options{}, all_on}) {
+      for (const gpu::tof_kernel_options &kv :
+           {gpu::tof_kernel_options{}, all_on, lockstep, lockstep_all_on}) {
         gpu::launch_options opt;
         opt.threads_per_lor = v.tpl;
         opt.wide_index = v.wide;
@@ -191,7 +195,8 @@ TYPED_TEST(gpu_tof, matches_cpu) {
                                  std::to_string(v.tpl) + (v.wide ? " wide" : "") +
                                  ", rows " + std::to_string(v.rows) +
                                  (kv.vector_atomics ? ", vector atomics" : "") +
-                                 (kv.sample_first ? ", sample first" : "");
+                                 (kv.sample_first ? ", sample first" : "") +
+                                 (kv.lockstep ? ", lock-step" : "");
         d_sino.fill(T(-1), s);
         gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, s);
         EXPECT_LT(relative_error(download(d_sino, s), cpu_sino, n * nb / 10000),
@@ -274,6 +279,16 @@ TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
       gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
                              sample_first, s);
       EXPECT_EQ(download(d_lm, s), lm) << "sample first, bins " << c.num_bins;
+      if (tpl == 1) {
+        // Warp lock-step: each lane adds its own planes in the same order as
+        // one thread per event: identical.
+        gpu::tof_kernel_options lockstep;
+        lockstep.lockstep = true;
+        d_lm.fill(T(-1), s);
+        gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
+                               lockstep, s);
+        EXPECT_EQ(download(d_lm, s), lm) << "lock-step, bins " << c.num_bins;
+      }
       std::vector<T> at_bin(n);
       for (std::size_t i = 0; i < n; ++i)
         at_bin[i] = sino[i * nb + std::size_t(h.bins[i])];

@@ -108,6 +108,17 @@ template <class Lors, bool Paired = false> struct tof_lm_back_kernels {
   }
 };
 
+template <class Lors, bool SampleFirst> struct tof_lm_forward_lockstep_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_forward_lockstep_kernel<T, I, Lors, SampleFirst>;
+  }
+};
+template <class Lors, bool Paired> struct tof_lm_back_lockstep_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_back_lockstep_kernel<T, I, Lors, Paired>;
+  }
+};
+
 /// Threads per event of the list-mode calls: as `threads_per_lor`, except
 /// that the automatic choice takes 2 lanes where it would take 4 (list-mode
 /// walks only the ~8 bins' worth of planes near the event's bin; measured
@@ -140,6 +151,11 @@ struct tof_kernel_options {
   /// List-mode forward: read the image sample first and evaluate the TOF
   /// weight (4 erfc) only where it is non-zero.
   bool sample_first = false;
+  /// List-mode (forward and back): one thread per event, the lanes of a
+  /// warp walking the union of their plane ranges in lock-step (the same
+  /// plane index in every lane at a time); meant for sorted events.
+  /// `launch_options::threads_per_lor` is then ignored (still validated).
+  bool lockstep = false;
 };
 
 /// TOF sinogram forward projection: `out[i * N + j]` = value of LOR i at
@@ -264,7 +280,18 @@ void forward_tof_lm(device_image_view<const detail::identity_t<T>> image,
     return;
   const int g = detail::threads_per_event(opt, src.count, image.device);
   const auto tof_call = detail::tof_for_call(tof, src.count);
-  if (variant.sample_first)
+  if (variant.lockstep) {
+    if (variant.sample_first)
+      detail::launch_per_lor<
+          T, detail::tof_lm_forward_lockstep_kernels<decltype(src), true>>(
+          image, src.count, 1, opt, s, "tof_lm_forward_lockstep_kernel", image.data, src,
+          bins.data(), tof_call, out.data());
+    else
+      detail::launch_per_lor<
+          T, detail::tof_lm_forward_lockstep_kernels<decltype(src), false>>(
+          image, src.count, 1, opt, s, "tof_lm_forward_lockstep_kernel", image.data, src,
+          bins.data(), tof_call, out.data());
+  } else if (variant.sample_first)
     detail::launch_per_lor<T, detail::tof_lm_forward_kernels<decltype(src), true>>(
         image, src.count, g, opt, s, "tof_lm_forward_kernel", image.data, src,
         bins.data(), tof_call, out.data());
@@ -310,7 +337,18 @@ void back_tof_lm(device_image_view<T> image, const Lors &lors,
     return;
   const int g = detail::threads_per_event(opt, src.count, image.device);
   const auto tof_call = detail::tof_for_call(tof, src.count);
-  if (variant.vector_atomics)
+  if (variant.lockstep) {
+    if (variant.vector_atomics)
+      detail::launch_per_lor<T,
+                             detail::tof_lm_back_lockstep_kernels<decltype(src), true>>(
+          cimage, src.count, 1, opt, s, "tof_lm_back_lockstep_kernel", image.data, src,
+          bins.data(), tof_call, values.data());
+    else
+      detail::launch_per_lor<T,
+                             detail::tof_lm_back_lockstep_kernels<decltype(src), false>>(
+          cimage, src.count, 1, opt, s, "tof_lm_back_lockstep_kernel", image.data, src,
+          bins.data(), tof_call, values.data());
+  } else if (variant.vector_atomics)
     detail::launch_per_lor<T, detail::tof_lm_back_kernels<decltype(src), true>>(
         cimage, src.count, g, opt, s, "tof_lm_back_kernel", image.data, src, bins.data(),
         tof_call, values.data());

@@ -163,16 +163,34 @@ RESPROJ_HD void back_tof_sino_lor(const image_grid<T> &g, T *image, const T a[3]
   back_tof_sino_planes<I>(image, r, tl, values_row, values_stride, r.first_plane, 1, add);
 }
 
+/// One plane of the list-mode forward: `acc += sample_p * weight_bin(p)`
+/// where the weight is non-zero (bin inside [0, N-1]). `SampleFirst`: read
+/// the image sample first and evaluate the TOF weight only where the sample
+/// is non-zero; the same terms are added, so the result is identical and
+/// only the work differs (cheaper where the image has zeros).
+template <class I = std::int64_t, bool SampleFirst = false, class T>
+RESPROJ_HD void accumulate_tof_lm_plane(T &acc, const T *image, const joseph_ray<T> &r,
+                                        const tof_lor<T> &tl, std::int64_t bin,
+                                        std::int64_t p) noexcept {
+  if constexpr (SampleFirst) {
+    const T v = sample<I>(image, r, p);
+    if (v != T(0)) {
+      const T w = tof_weight(tl, tof_position(r, p), bin);
+      if (w != T(0))
+        acc += v * w;
+    }
+  } else {
+    const T w = tof_weight(tl, tof_position(r, p), bin);
+    if (w != T(0))
+      acc += sample<I>(image, r, p) * w;
+  }
+}
+
 /// TOF list-mode forward, planes `first, first + stride, ...` limited to
 /// `tof_plane_range` of `bin`: `r.step * sum_p sample_p * weight_bin(p)`
 /// over the visited planes (0 for a bin outside [0, N-1]). With all planes
 /// visited, equals the sinogram value at `bin` to float rounding.
-///
-/// `SampleFirst`: read the image sample first and evaluate the TOF weight
-/// only where the sample is non-zero (instead of the weight first and the
-/// sample only where the weight is non-zero). The same terms are added in
-/// the same order, so the result is identical; only the work differs
-/// (cheaper where the image has zeros, e.g. outside the body).
+/// `SampleFirst` as in `accumulate_tof_lm_plane` (identical result).
 template <class I = std::int64_t, bool SampleFirst = false, class T>
 RESPROJ_HD T forward_tof_lm_planes(const T *image, const joseph_ray<T> &r,
                                    const tof_lor<T> &tl, std::int64_t bin,
@@ -182,21 +200,8 @@ RESPROJ_HD T forward_tof_lm_planes(const T *image, const joseph_ray<T> &r,
   std::int64_t lo, hi;
   tof_plane_range(r, tl, bin, lo, hi);
   T acc = 0;
-  for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi;
-       p += stride) {
-    if constexpr (SampleFirst) {
-      const T v = sample<I>(image, r, p);
-      if (v != T(0)) {
-        const T w = tof_weight(tl, tof_position(r, p), bin);
-        if (w != T(0))
-          acc += v * w;
-      }
-    } else {
-      const T w = tof_weight(tl, tof_position(r, p), bin);
-      if (w != T(0))
-        acc += sample<I>(image, r, p) * w;
-    }
-  }
+  for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi; p += stride)
+    accumulate_tof_lm_plane<I, SampleFirst>(acc, image, r, tl, bin, p);
   return acc * r.step;
 }
 
@@ -207,6 +212,18 @@ RESPROJ_HD T forward_tof_lm_lor(const image_grid<T> &g, const T *image, const T 
                                 std::int64_t bin) noexcept {
   const joseph_ray<T> r = make_joseph_ray(g, a, b);
   return forward_tof_lm_planes<I>(image, r, tl, bin, r.first_plane, 1);
+}
+
+/// One plane of the list-mode back projection: scatters `v * weight_bin(p)`
+/// (v = value * r.step) where the weight is non-zero.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void scatter_tof_lm_plane(T *image, const joseph_ray<T> &r,
+                                     const tof_lor<T> &tl, std::int64_t bin, T v,
+                                     std::int64_t p, Add &&add) noexcept {
+  const T w = tof_weight(tl, tof_position(r, p), bin);
+  if (w != T(0))
+    detail::tof_scatter<I>(image, r, p, v * w, add);
 }
 
 /// TOF list-mode back projection of `value` at bin `bin`, planes as in
@@ -221,12 +238,8 @@ RESPROJ_HD void back_tof_lm_planes(T *image, const joseph_ray<T> &r, const tof_l
   std::int64_t lo, hi;
   tof_plane_range(r, tl, bin, lo, hi);
   const T v = value * r.step;
-  for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi;
-       p += stride) {
-    const T w = tof_weight(tl, tof_position(r, p), bin);
-    if (w != T(0))
-      detail::tof_scatter<I>(image, r, p, v * w, add);
-  }
+  for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi; p += stride)
+    scatter_tof_lm_plane<I>(image, r, tl, bin, v, p, add);
 }
 
 /// TOF list-mode back projection of `value` along LOR a -> b at bin `bin`

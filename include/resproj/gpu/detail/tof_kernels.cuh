@@ -6,6 +6,7 @@
 /// these kernels add the thread mapping and memory.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -224,6 +225,92 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const math::tof_lor<T> tl = math::tof_lor_of(tof, ev);
   math::back_tof_lm_planes<I>(image, ray, tl, bin, value, ray.first_plane + lane, G,
                               back_adder<Paired>::make(grid));
+}
+
+/// Plane range of one lane of a lock-step list-mode kernel: event `ev`'s
+/// ray, TOF constants and `tof_plane_range` of its bin; empty (lo > hi)
+/// for an inactive lane, a bin outside [0, N-1] or an empty ray.
+template <class T> struct lockstep_event {
+  math::joseph_ray<T> ray;
+  math::tof_lor<T> tl{};
+  std::int64_t bin = -1, lo = 1, hi = 0;
+};
+
+template <class T, class Lors>
+__device__ lockstep_event<T> lockstep_setup(const math::image_grid<T> &grid, bool active,
+                                            std::size_t ev, const Lors &lors,
+                                            const std::int16_t *__restrict__ bins,
+                                            const tof_params<T> &tof) {
+  lockstep_event<T> e;
+  if (!active)
+    return e;
+  e.bin = bins[ev];
+  T a[3], b[3];
+  lors.load(ev, a, b);
+  e.ray = math::make_joseph_ray(grid, a, b);
+  e.tl = math::tof_lor_of(tof, ev);
+  if (e.bin >= 0 && e.bin < tof.num_bins && !e.ray.empty())
+    math::tof_plane_range(e.ray, e.tl, e.bin, e.lo, e.hi);
+  return e;
+}
+
+/// The union of the plane ranges of the warp's lanes: [first, last]
+/// (first > last if all are empty). Every lane of the warp must call it.
+template <class T>
+__device__ void warp_plane_span(const lockstep_event<T> &e, int &first, int &last) {
+  const bool any = e.lo <= e.hi;
+  first = __reduce_min_sync(0xffffffffu, any ? int(e.lo) : INT_MAX);
+  last = __reduce_max_sync(0xffffffffu, any ? int(e.hi) : INT_MIN);
+}
+
+/// List-mode forward, warp lock-step (one thread per event): the lanes of
+/// a warp walk the union of their plane ranges together, every lane at
+/// the same plane index at the same time, each adding only its own planes
+/// (math::accumulate_tof_lm_plane, in increasing plane order: the same
+/// value as the one-thread-per-event `tof_lm_forward_kernel`). With events
+/// sorted by direction and TOF position, a warp's loads of one plane then
+/// fall into a few cache lines. Needs blocks of whole warps.
+template <class T, class I, class Lors, bool SampleFirst>
+RESPROJ_KERNEL void __launch_bounds__(256)
+    tof_lm_forward_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
+                                   lor_order order, const T *__restrict__ image,
+                                   Lors lors, const std::int16_t *__restrict__ bins,
+                                   tof_params<T> tof, T *__restrict__ out) {
+  const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const bool active = thread < count; // no early return: the warp reduces below
+  const std::size_t ev = active ? order(thread) : 0;
+  const lockstep_event<T> e = lockstep_setup(grid, active, ev, lors, bins, tof);
+  int first, last;
+  warp_plane_span(e, first, last);
+  T acc = 0;
+  for (int p = first; p <= last; ++p)
+    if (p >= e.lo && p <= e.hi)
+      math::accumulate_tof_lm_plane<I, SampleFirst>(acc, image, e.ray, e.tl, e.bin, p);
+  if (active)
+    out[ev] = e.lo <= e.hi ? acc * e.ray.step : T(0);
+}
+
+/// List-mode back, warp lock-step: transpose of
+/// `tof_lm_forward_lockstep_kernel` (a warp's atomics of one plane fall
+/// into few cache lines for sorted events).
+template <class T, class I, class Lors, bool Paired>
+RESPROJ_KERNEL void __launch_bounds__(256)
+    tof_lm_back_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
+                                lor_order order, T *__restrict__ image, Lors lors,
+                                const std::int16_t *__restrict__ bins, tof_params<T> tof,
+                                const T *__restrict__ values) {
+  const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t ev = thread < count ? order(thread) : 0;
+  const T value = thread < count ? values[ev] : T(0);
+  const bool active = thread < count && value != T(0);
+  const lockstep_event<T> e = lockstep_setup(grid, active, ev, lors, bins, tof);
+  int first, last;
+  warp_plane_span(e, first, last);
+  const T v = value * e.ray.step;
+  const auto add = back_adder<Paired>::make(grid);
+  for (int p = first; p <= last; ++p)
+    if (p >= e.lo && p <= e.hi)
+      math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p, add);
 }
 
 } // namespace detail
