@@ -53,6 +53,9 @@ struct multi_options {
   lor_input input = lor_input::replicated;
   /// Relative share of each device for replicated input (empty: equal).
   std::vector<double> weights;
+  /// TOF kernel variant of the TOF back projections and list-mode forward
+  /// projections (see tof_kernel_options).
+  tof_kernel_options tof_variant;
 };
 
 namespace detail {
@@ -316,7 +319,8 @@ void back_tof_sino(replicated_image<T> &image, const std::vector<Lors> &lors,
     const span<const T> v = p.slice(values, bins, "values");
     const tof_params<T> t = p.tof(tof);
     if (enqueue)
-      back_tof_sino<T>(detail::writable(p.image), p.src, t, v, p.opt, p.stream);
+      back_tof_sino<T>(detail::writable(p.image), p.src, t, v, p.opt, m.tof_variant,
+                       p.stream);
     else
       detail::check_tof_projection<T>(p.image, p.src, t, nullptr, 0, false, v.data(),
                                       v.size(), p.src.count * bins, "values", p.opt,
@@ -337,7 +341,7 @@ void forward_tof_lm(const replicated_image<T> &image, const std::vector<Lors> &l
     const span<T> o = p.slice(out, 1, "out");
     const tof_params<T> t = p.tof(tof);
     if (enqueue)
-      forward_tof_lm<T>(p.image, p.src, b, t, o, p.opt, p.stream);
+      forward_tof_lm<T>(p.image, p.src, b, t, o, p.opt, m.tof_variant, p.stream);
     else
       detail::check_tof_projection<T>(p.image, p.src, t, b.data(), b.size(), true,
                                       o.data(), o.size(), p.src.count, "out", p.opt,
@@ -359,7 +363,8 @@ void back_tof_lm(replicated_image<T> &image, const std::vector<Lors> &lors,
     const span<const T> v = p.slice(values, 1, "values");
     const tof_params<T> t = p.tof(tof);
     if (enqueue)
-      back_tof_lm<T>(detail::writable(p.image), p.src, b, t, v, p.opt, p.stream);
+      back_tof_lm<T>(detail::writable(p.image), p.src, b, t, v, p.opt, m.tof_variant,
+                     p.stream);
     else
       detail::check_tof_projection<T>(p.image, p.src, t, b.data(), b.size(), true,
                                       v.data(), v.size(), p.src.count, "values", p.opt,
