@@ -163,28 +163,8 @@ int main(int argc, char **argv) {
     if (use_gpu) {
       gs = std::make_unique<gpu::stream>();
       gds = std::make_unique<ex::device_scan>(sc, *gs);
-      project = [&](int k, const std::vector<float> &img, resproj::span<float> out) {
-        gpu::device_image<float> d(geometry, *gs);
-        d.upload(resproj::span<const float>(img.data(), img.size()), *gs);
-        gpu::device_buffer<float> o(out.size(), *gs);
-        gpu::forward<float>(d.cview(), gds->source(sc, k), o.span(), *gs);
-        o.copy_to_host(out, *gs);
-        gs->synchronize();
-      };
-      profiles = [&](const std::vector<float> &img,
-                     const resproj::detector_pairs<float> &l,
-                     const resproj::tof_params<float> &tp, resproj::span<float> out) {
-        gpu::device_image<float> d(geometry, *gs);
-        d.upload(resproj::span<const float>(img.data(), img.size()), *gs);
-        auto pairs = gpu::make_device_buffer(
-            resproj::span<const std::int32_t>(l.pairs, 2 * l.count), *gs);
-        const resproj::detector_pairs<float> dl(gds->detectors.data(), l.num_detectors,
-                                                pairs.data(), l.count);
-        gpu::device_buffer<float> o(out.size(), *gs);
-        gpu::forward_tof_sino<float>(d.cview(), dl, tp, o.span(), *gs);
-        o.copy_to_host(out, *gs);
-        gs->synchronize();
-      };
+      project = ex::gpu_subset_projector(sc, *gds, *gs);
+      profiles = ex::gpu_tof_profiler(sc, *gds, *gs);
     }
 #endif
     const auto model = ex::sinogram_model(sc, x_true, corr, syn, project);

@@ -399,6 +399,41 @@ struct gpu_sinogram_backend {
 
 namespace resproj_examples {
 
+/// A `subset_projector` (synthetic.hpp) on the GPU: uploads the image,
+/// projects the subset's sinogram-described LORs, downloads. Host-blocking
+/// (data simulation, not reconstruction).
+inline subset_projector gpu_subset_projector(const scan &sc, const device_scan &ds,
+                                             gpu::stream_ref s) {
+  return [&sc, &ds, s](int k, const std::vector<float> &img, resproj::span<float> out) {
+    gpu::device_image<float> d(sc.image, s);
+    d.upload(resproj::span<const float>(img.data(), img.size()), s);
+    gpu::device_buffer<float> o(out.size(), s);
+    gpu::forward<float>(d.cview(), ds.source(sc, k), o.span(), s);
+    o.copy_to_host(out, s);
+    s.synchronize();
+  };
+}
+
+/// A `tof_profiler` (synthetic.hpp) on the GPU: the TOF sinogram forward
+/// projection of the image over host detector pairs. Host-blocking.
+inline tof_profiler gpu_tof_profiler(const scan &sc, const device_scan &ds,
+                                     gpu::stream_ref s) {
+  return [&sc, &ds, s](const std::vector<float> &img,
+                       const resproj::detector_pairs<float> &l,
+                       const resproj::tof_params<float> &tof, resproj::span<float> out) {
+    gpu::device_image<float> d(sc.image, s);
+    d.upload(resproj::span<const float>(img.data(), img.size()), s);
+    auto pairs = gpu::make_device_buffer(
+        resproj::span<const std::int32_t>(l.pairs, 2 * l.count), s);
+    const resproj::detector_pairs<float> dl(ds.detectors.data(), ds.detectors.size() / 3,
+                                            pairs.data(), l.count);
+    gpu::device_buffer<float> o(out.size(), s);
+    gpu::forward_tof_sino<float>(d.cview(), dl, tof, o.span(), s);
+    o.copy_to_host(out, s);
+    s.synchronize();
+  };
+}
+
 /// A TOF list-mode reconstruction's resident data, set up on the GPU from
 /// host events grouped by subset (`group_by_subset`) and the corrections:
 /// uploads the events, computes the per-event m (efficiencies x

@@ -101,12 +101,13 @@ inline sinogram_data sinogram_model(const scan &sc, const std::vector<float> &x,
     att.resize(k);
     project(s, c.mu, resproj::span<float>(att.data(), k));
     project(s, x, resproj::span<float>(d.y.data() + o, k));
-    for (std::size_t i = 0; i < k; ++i) {
+    detail::parallel_for(k, [&](std::size_t i) {
       std::int32_t da, db;
       sc.detector_pair(s, i, da, db);
       d.m[o + i] = lor_correction(c, da, db, att[i]);
+    });
+    for (std::size_t i = 0; i < k; ++i)
       trues += double(d.m[o + i]) * d.y[o + i];
-    }
   }
   if (!(trues > 0))
     resproj::detail::throw_invalid("x", "projects to no counts");
