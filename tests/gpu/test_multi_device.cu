@@ -401,6 +401,29 @@ TEST_F(multi_device, every_device_matches_one_device) {
   check_against(h, pair, ref, false, gpu::reduce_method::automatic, true);
 }
 
+TEST_F(multi_device, replicas_are_uploaded_and_broadcast_to_every_device) {
+  const host_problem h;
+  const gpu::device_set devices = gpu::device_set::all();
+  const int n = devices.size();
+  gpu::stream_set streams(devices);
+  gpu::replicated_image<float> img(devices, h.geometry, streams);
+  img.upload(host_problem::cs(h.image), streams);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(img.replica(i).device(), devices.device(i));
+    EXPECT_EQ(download(img.replica(i), streams[i]), h.image) << "replica " << i;
+  }
+  img.replica(n - 1).fill(2.0f, streams[n - 1]);
+  img.broadcast(n - 1, streams);
+  for (int i = 0; i < n; ++i)
+    EXPECT_EQ(download(img.replica(i), streams[i]),
+              std::vector<float>(h.image.size(), 2.0f))
+        << "replica " << i;
+  expect_invalid([&] { img.broadcast(n, streams); }, "from");
+  expect_invalid([&] { img.upload(rp::span<const float>(h.image.data(), 3), streams); },
+                 "host");
+  streams.synchronize();
+}
+
 TEST_F(multi_device, uneven_weights_split_whole_rows) {
   const host_problem h;
   const reference ref = single_device(h, 0);
