@@ -97,6 +97,8 @@ for s in ${stages//,/ }; do
 done
 
 OUT=${OUT:-$root/out}
+# NVLink multicast (NVLS) stays off on the lent machines (see the device notes).
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 mkdir -p "$OUT"
 case "$build_dir" in /*) build=$build_dir ;; *) build=$root/$build_dir ;; esac
 
@@ -531,6 +533,14 @@ if has_stage demo; then
     # shellcheck disable=SC2086
     (cd "$scratch" && timeout "$timeout_s" "$demo_bin" $demo_args) >"$OUT/demo.log" 2>&1
     rc=$?
+    # One process per GPU sharing a caller-made NCCL communicator.
+    if [ -x "$build/examples/multi_gpu_processes" ]; then
+      echo "=================== multi_gpu_processes" >>"$OUT/demo.log"
+      timeout 120 "$build/examples/multi_gpu_processes" >>"$OUT/demo.log" 2>&1
+      mrc=$?
+      echo "=================== multi_gpu_processes: exit $mrc" >>"$OUT/demo.log"
+      [ $mrc -ne 0 ] && rc=$mrc
+    fi
     t1=$(date +%s)
     echo "exit $rc ($((t1 - t0)) s)" >"$state/demo_status"
     [ $rc -ne 0 ] && failures=$((failures + 1))
