@@ -17,6 +17,10 @@
 //   gpu/sources/dmi-lm-streamed/forward/<form>/<memory>
 //       the same streaming without TOF (end points vs packed records): the
 //       projection is cheaper, so the bus is more often the limit
+//   gpu/sources/bus-bound-streamed/forward/<form>/<memory>
+//       non-TOF streaming into a coarse 16 x 16 x 8 image (44 x 44 x 32 mm
+//       voxels, same field of view): little work per LOR, so the transfers
+//       set the rate (the "bus is the limit" case of the issue's target)
 //   gpu/sources/validate/{events,split}
 //       GPU validation (gpu::validate_events, caller workspace) of the 1e7
 //       resident events: packed records / split pairs + bins
@@ -90,6 +94,9 @@ struct problem {
   rp::image_geometry geometry = rb::reference_image_geometry();
   gpu::stream s;
   gpu::device_image<float> image, back_image;
+  rp::image_geometry coarse_geometry =
+      rp::image_geometry::centred({16, 16, 8}, {44, 44, 32});
+  gpu::device_image<float> coarse_image;
   std::size_t count = lm_events;
   std::size_t num_detectors = 0;
   // host, pageable
@@ -112,11 +119,14 @@ struct problem {
   std::size_t workspace_bytes = 0;
   std::unique_ptr<gpu::lor_streamer<float>> streamer;
 
-  problem() : image(geometry, s), back_image(geometry, s) {
+  problem()
+      : image(geometry, s), back_image(geometry, s), coarse_image(coarse_geometry, s) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto host_image = rb::box_phantom<float>(geometry);
     image.upload(rp::span<const float>(host_image.data(), host_image.size()), s);
     back_image.zero(s);
+    const auto coarse = rb::box_phantom<float>(coarse_geometry);
+    coarse_image.upload(rp::span<const float>(coarse.data(), coarse.size()), s);
 
     const auto scanner = rs::dmi();
     const auto layout = rs::dmi_sinogram();
@@ -287,9 +297,12 @@ void bm_resident(benchmark::State &state, form f, bool back) {
   });
 }
 
-void bm_streamed(benchmark::State &state, form f, bool back, bool pinned, bool tof_on) {
+void bm_streamed(benchmark::State &state, form f, bool back, bool pinned, bool tof_on,
+                 bool coarse) {
   rb::guarded(state, [&] {
     problem &p = prob();
+    const gpu::device_image_view<const float> fwd_image =
+        coarse ? p.coarse_image.cview() : p.image.cview();
     gpu::lor_streamer<float> &st = *p.streamer;
     const auto tof = dmi_tof();
     const std::size_t n = p.count;
@@ -309,12 +322,11 @@ void bm_streamed(benchmark::State &state, form f, bool back, bool pinned, bool t
       if (tof_on) {
         if (!back) {
           if (f == form::end_points)
-            st.forward_tof_lm(p.image.cview(), host_lors, bins, tof, out, p.s);
+            st.forward_tof_lm(fwd_image, host_lors, bins, tof, out, p.s);
           else if (f == form::detector_pairs)
-            st.forward_tof_lm(p.image.cview(), host_pairs, bins, tof, out, p.s);
+            st.forward_tof_lm(fwd_image, host_pairs, bins, tof, out, p.s);
           else
-            st.forward_tof_lm(p.image.cview(), p.detectors.cspan(), events, tof, out,
-                              p.s);
+            st.forward_tof_lm(fwd_image, p.detectors.cspan(), events, tof, out, p.s);
         } else {
           if (f == form::end_points)
             st.back_tof_lm(p.back_image.view(), host_lors, bins, tof, values, p.s);
@@ -326,11 +338,11 @@ void bm_streamed(benchmark::State &state, form f, bool back, bool pinned, bool t
         }
       } else {
         if (f == form::end_points)
-          st.forward(p.image.cview(), host_lors, out, p.s);
+          st.forward(fwd_image, host_lors, out, p.s);
         else if (f == form::detector_pairs)
-          st.forward(p.image.cview(), host_pairs, out, p.s);
+          st.forward(fwd_image, host_pairs, out, p.s);
         else
-          st.forward(p.image.cview(), p.detectors.cspan(), events, out, p.s);
+          st.forward(fwd_image, p.detectors.cspan(), events, out, p.s);
       }
     };
     if (back)
@@ -399,14 +411,21 @@ void register_all() {
                                          std::string(back ? "back" : "forward") + "/" +
                                          fm.name + "/" + (pinned ? "pinned" : "pageable"))
                                             .c_str(),
-                                        bm_streamed, fm.f, back, pinned, true));
+                                        bm_streamed, fm.f, back, pinned, true, false));
   for (const auto &fm : forms)
     for (const bool pinned : {false, true})
       rb::configure(RegisterBenchmark(("gpu/sources/dmi-lm-streamed/forward/" +
                                        std::string(fm.name) + "/" +
                                        (pinned ? "pinned" : "pageable"))
                                           .c_str(),
-                                      bm_streamed, fm.f, false, pinned, false));
+                                      bm_streamed, fm.f, false, pinned, false, false));
+  for (const auto &fm : forms)
+    for (const bool pinned : {false, true})
+      rb::configure(RegisterBenchmark(("gpu/sources/bus-bound-streamed/forward/" +
+                                       std::string(fm.name) + "/" +
+                                       (pinned ? "pinned" : "pageable"))
+                                          .c_str(),
+                                      bm_streamed, fm.f, false, pinned, false, true));
   rb::configure(RegisterBenchmark("gpu/sources/validate/events", bm_validate, false));
   rb::configure(RegisterBenchmark("gpu/sources/validate/split", bm_validate, true));
   rb::configure(RegisterBenchmark("gpu/sources/split-events", bm_split));
