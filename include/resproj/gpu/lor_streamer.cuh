@@ -39,8 +39,11 @@ namespace gpu {
 /// `max_chunk` LORs. The LORs are explicit end points (24 bytes per LOR
 /// for float), detector pairs against a resident detector table (8 bytes
 /// per LOR, 10 with list-mode TOF bins) or packed `scanner::listmode_event`
-/// records (10 bytes per event, split on the device). Owns, per pipeline slot, pinned
-/// host staging, device staging and a non-blocking stream; nothing is allocated per call.
+/// records (10 bytes per event, split on the device). Owns, per pipeline
+/// slot, pinned host staging, device staging and a non-blocking stream.
+/// The end-point staging is allocated at construction; the first call that
+/// needs TOF, detector-pair or record staging allocates it (once); later
+/// calls allocate nothing.
 ///
 /// Pipeline (per chunk k, slot k mod slots): host copy into pinned staging
 /// (skipped when the caller's array is already pinned), host-to-device
