@@ -20,6 +20,8 @@
 //                                             + gather of LORs and bins
 //   gpu/dmi-tof-lm/reorder/order-only         key + radix sort only
 //   gpu/dmi-tof-lm/reorder/tof-key            the reorder with the TOF key
+//   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/.. TOF key with 11.25 / 2.8 degree
+//                                             direction cells (default 5.6)
 //
 // Kernel variants (gpu::tof_kernel_options, same results), suffixes:
 //   /vec-atomics   back projections: float2/float4 atomics for the two
@@ -118,6 +120,27 @@ struct subset_problem {
   rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
 };
 
+/// Event order of a list-mode benchmark: as generated, the LOR-only key,
+/// the TOF-aware key (default layout, a coarser and a finer direction).
+enum class lm_order { random, lor_key, tof_key, tof_key_coarse, tof_key_fine };
+
+/// TOF key layout of an order.
+gpu::listmode_tof_key key_layout(lm_order order) {
+  gpu::listmode_tof_key k;
+  if (order == lm_order::tof_key_coarse) {
+    k.angle_bits = 4; // 11.25 degrees
+    k.tilt_bits = 2;
+    k.tilt_cell_degrees = 15;
+  } else if (order == lm_order::tof_key_fine) {
+    k.angle_bits = 6; // 2.8 degrees
+    k.tilt_bits = 3;
+    k.tilt_cell_degrees = 5;
+    k.xy_bits = 8;
+    k.z_bits = 7;
+  }
+  return k;
+}
+
 /// dmi-tof-lm: 1e7 random events of the full dmi sinogram, resident, and
 /// their sorted copies (made once by the first sorted benchmark).
 struct lm_problem {
@@ -134,7 +157,8 @@ struct lm_problem {
       return {starts.data(), ends.data(), n};
     }
   };
-  sorted_copy by_lor, by_tof; ///< LOR-only key, TOF-aware key
+  sorted_copy by_lor, by_tof; ///< LOR-only key, TOF-aware key (default layout)
+  sorted_copy by_tof_coarse, by_tof_fine; ///< TOF key, coarser / finer direction
   gpu::device_buffer<unsigned char> workspace;
   std::size_t workspace_bytes = 0;
 
@@ -189,7 +213,7 @@ struct lm_problem {
     out = gpu::device_buffer<float>(count, b.s);
     ones = gpu::device_buffer<float>(count, b.s);
     ones.fill(1.0f, b.s);
-    for (sorted_copy *c : {&by_lor, &by_tof}) {
+    for (sorted_copy *c : {&by_lor, &by_tof, &by_tof_coarse, &by_tof_fine}) {
       c->starts = gpu::device_buffer<float>(3 * count, b.s);
       c->ends = gpu::device_buffer<float>(3 * count, b.s);
       c->bins = gpu::device_buffer<std::int16_t>(count, b.s);
@@ -205,39 +229,47 @@ struct lm_problem {
 
   rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
 
-  sorted_copy &copy_of(bool tof_key) { return tof_key ? by_tof : by_lor; }
+  sorted_copy &copy_of(lm_order order) {
+    switch (order) {
+    case lm_order::tof_key:
+      return by_tof;
+    case lm_order::tof_key_coarse:
+      return by_tof_coarse;
+    case lm_order::tof_key_fine:
+      return by_tof_fine;
+    default:
+      return by_lor;
+    }
+  }
 
   /// The permutation only: key kernel + radix sort.
-  void order_only(const rp::image_geometry &g, bool tof_key, gpu::stream_ref s) {
-    sorted_copy &c = copy_of(tof_key);
-    if (tof_key)
-      gpu::listmode_order<float>(g, lors(), bins.cspan(), dmi_tof(), c.perm.span(),
-                                 workspace.data(), workspace_bytes, s);
-    else
+  void order_only(const rp::image_geometry &g, lm_order order, gpu::stream_ref s) {
+    sorted_copy &c = copy_of(order);
+    if (order == lm_order::lor_key || order == lm_order::random)
       gpu::listmode_order<float>(g, lors(), c.perm.span(), workspace.data(),
                                  workspace_bytes, s);
+    else
+      gpu::listmode_order<float>(g, lors(), bins.cspan(), dmi_tof(), c.perm.span(),
+                                 workspace.data(), workspace_bytes, s, key_layout(order));
   }
   /// The whole one-time reorder: order, then gather LORs and bins.
-  void reorder(const rp::image_geometry &g, bool tof_key, gpu::stream_ref s) {
-    order_only(g, tof_key, s);
-    sorted_copy &c = copy_of(tof_key);
+  void reorder(const rp::image_geometry &g, lm_order order, gpu::stream_ref s) {
+    order_only(g, order, s);
+    sorted_copy &c = copy_of(order);
     gpu::gather_lors<float>(lors(), c.perm.cspan(), c.starts.span(), c.ends.span(), s);
     gpu::gather<std::int16_t>(bins.cspan(), c.perm.cspan(), c.bins.span(), s);
   }
-  sorted_copy &ensure_sorted(const rp::image_geometry &g, bool tof_key,
+  sorted_copy &ensure_sorted(const rp::image_geometry &g, lm_order order,
                              gpu::stream_ref s) {
-    sorted_copy &c = copy_of(tof_key);
+    sorted_copy &c = copy_of(order);
     if (!c.ready) {
-      reorder(g, tof_key, s);
+      reorder(g, order, s);
       s.synchronize();
       c.ready = true;
     }
     return c;
   }
 };
-
-/// Event order of a list-mode benchmark.
-enum class lm_order { random, lor_key, tof_key };
 
 std::unique_ptr<base_problem> g_base;
 std::unique_ptr<subset_problem> g_subset;
@@ -320,7 +352,7 @@ void select_events(base_problem &b, lm_problem &p, lm_order order,
   bins = p.bins.cspan();
   if (order == lm_order::random)
     return;
-  const auto &c = p.ensure_sorted(b.geometry, order == lm_order::tof_key, b.s);
+  const auto &c = p.ensure_sorted(b.geometry, order, b.s);
   lors = c.lors(p.count);
   bins = c.bins.cspan();
 }
@@ -365,18 +397,18 @@ void bm_lm_back(benchmark::State &state, lm_order order, gpu::launch_options opt
   });
 }
 
-void bm_reorder(benchmark::State &state, bool order_only, bool tof_key) {
+void bm_reorder(benchmark::State &state, bool order_only, lm_order order) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
     rb::time_on_stream(state, b.s, [&] {
       if (order_only)
-        p.order_only(b.geometry, tof_key, b.s);
+        p.order_only(b.geometry, order, b.s);
       else
-        p.reorder(b.geometry, tof_key, b.s);
+        p.reorder(b.geometry, order, b.s);
     });
     set_counters(state, p.count);
-    p.copy_of(tof_key).ready = !order_only;
+    p.copy_of(order).ready = !order_only;
   });
 }
 
@@ -416,11 +448,12 @@ void register_all() {
   } orders[] = {{lm_order::random, "gpu/dmi-tof-lm"},
                 {lm_order::lor_key, "gpu/dmi-tof-lm-sorted"},
                 {lm_order::tof_key, "gpu/dmi-tof-lm-tofsorted"}};
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false, false));
   rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true, false));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-lm/reorder/tof-key", bm_reorder, false, true));
+      RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false, lm_order::lor_key));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true,
+                                  lm_order::lor_key));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/tof-key", bm_reorder, false,
+                                  lm_order::tof_key));
   for (const auto &o : orders) {
     const std::string n = o.name;
     rb::configure(RegisterBenchmark((n + "/forward").c_str(), bm_lm_forward, o.order,
@@ -465,6 +498,23 @@ void register_all() {
                                     bm_lm_forward, o.order, automatic, all));
     rb::configure(RegisterBenchmark((n + "/back/all-levers+lockstep").c_str(), bm_lm_back,
                                     o.order, automatic, all));
+  }
+  // TOF key layouts (coarser / finer direction cells): plain and lock-step.
+  const struct {
+    lm_order order;
+    const char *name;
+  } layouts[] = {{lm_order::tof_key_coarse, "gpu/dmi-tof-lm-tofsorted-coarse"},
+                 {lm_order::tof_key_fine, "gpu/dmi-tof-lm-tofsorted-fine"}};
+  for (const auto &o : layouts) {
+    const std::string n = o.name;
+    rb::configure(RegisterBenchmark((n + "/forward").c_str(), bm_lm_forward, o.order,
+                                    automatic, plain));
+    rb::configure(
+        RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic, plain));
+    rb::configure(RegisterBenchmark((n + "/forward/lockstep").c_str(), bm_lm_forward,
+                                    o.order, automatic, lockstep));
+    rb::configure(RegisterBenchmark((n + "/back/lockstep").c_str(), bm_lm_back, o.order,
+                                    automatic, lockstep));
   }
 }
 

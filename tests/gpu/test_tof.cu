@@ -361,6 +361,18 @@ TEST_P(gpu_tof_order, sorted_listmode_maps_back_to_the_unsorted_result) {
   gpu::back_tof_lm<T>(d_bp, slors, sbins.cspan(), stof, sval.cspan(), opt, s);
   EXPECT_LT(relative_error(download(d_bp, s), download(d_bp_ref, s), 0), 1e-5);
 
+  if (tof_key) {
+    // A key layout of more than 32 bits is rejected, naming it.
+    gpu::listmode_tof_key too_wide;
+    too_wide.xy_bits = 12;
+    try {
+      gpu::listmode_order<T>(h.g, d.lors(), d.bins.cspan(), d.tof, perm.span(),
+                             work.data(), bytes, s, too_wide);
+      ADD_FAILURE() << "no exception";
+    } catch (const rp::invalid_argument &e) {
+      EXPECT_EQ(e.argument(), "key");
+    }
+  }
   // Too small a workspace is rejected, naming it.
   try {
     order(bytes / 2);

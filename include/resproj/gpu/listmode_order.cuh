@@ -65,6 +65,25 @@ struct listmode_order_box {
   }
 };
 
+/// Layout of the TOF-aware order key (`listmode_order` with bins), most
+/// significant bits first: transaxial direction angle (mod pi, in
+/// 2^angle_bits cells), axial tilt (2^tilt_bits cells of `tilt_cell_degrees`
+/// centred on 0, clamped), then a Morton (Z-order) code of the centre of
+/// the event's TOF bin on its LOR (axes 0 and 1 over +-radius, xy_bits
+/// each; axis 2 over [z_min, z_max], z_bits). Events of one direction
+/// whose TOF windows lie close together end up adjacent, so that the
+/// planes a warp (and a block) visits touch the same voxels. Only speed
+/// depends on it.
+struct listmode_tof_key {
+  int angle_bits = 5;             ///< 5.6 degree cells
+  int tilt_bits = 3;              ///< 8 tilt cells
+  float tilt_cell_degrees = 7.5f; ///< width of a tilt cell
+  int xy_bits = 9;                ///< per transaxial axis
+  int z_bits = 6;                 ///< axial; at most xy_bits
+  /// Key bits in all (at most 32).
+  int bits() const { return angle_bits + tilt_bits + 2 * xy_bits + z_bits; }
+};
+
 namespace detail {
 
 /// Bits of the 32-bit order key, most significant first: transaxial
@@ -132,23 +151,6 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   indices[i] = std::uint32_t(i);
 }
 
-/// Bits of the TOF-aware order key (`listmode_order` with bins), most
-/// significant first: transaxial direction angle (mod pi, 5.6 degree
-/// cells), axial tilt (7.5 degree cells centred on 0, clamped), then a
-/// Morton (Z-order) code of the centre of the event's TOF bin on its LOR
-/// (axes 0 and 1 over +-radius, 9 bits each; axis 2 over [z_min, z_max],
-/// 6 bits). Events of one direction whose TOF windows lie close together
-/// end up adjacent, so that the planes a warp (and a block) visits touch
-/// the same voxels.
-inline constexpr int tof_order_angle_bits = 5;
-inline constexpr int tof_order_tilt_bits = 3;
-inline constexpr int tof_order_xy_bits = 9;
-inline constexpr int tof_order_z_bits = 6;
-inline constexpr int tof_order_key_bits =
-    tof_order_angle_bits + tof_order_tilt_bits + 2 * tof_order_xy_bits + tof_order_z_bits;
-static_assert(tof_order_key_bits <= 32, "order key must fit 32 bits");
-static_assert(tof_order_z_bits <= tof_order_xy_bits, "Morton interleave assumes z <= xy");
-
 /// Cell of x in [0, 1) among 2^bits equal cells (clamped; NaN -> 0).
 __device__ inline std::uint32_t cell_of(float x, int bits) {
   const float cells = float(1u << bits);
@@ -164,7 +166,7 @@ template <class T>
 RESPROJ_KERNEL void __launch_bounds__(256)
     listmode_tof_key_kernel(const T *__restrict__ starts, const T *__restrict__ ends,
                             const std::int16_t *__restrict__ bins, tof_params<T> tof,
-                            std::size_t count, listmode_order_box box,
+                            std::size_t count, listmode_order_box box, listmode_tof_key k,
                             std::uint32_t *__restrict__ keys,
                             std::uint32_t *__restrict__ indices) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -196,22 +198,23 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   if (phi >= pi)
     phi = 0.f;
   const float tilt = atan2f(dz, sqrtf(dx * dx + dy * dy)); // [-pi/2, pi/2]
-  const std::uint32_t ka = cell_of(phi / pi, tof_order_angle_bits);
-  const int half_tilt_cells = 1 << (tof_order_tilt_bits - 1);
-  const float tilt_cell = 7.5f * pi / 180.f;
+  const std::uint32_t ka = cell_of(phi / pi, k.angle_bits);
+  const int half_tilt_cells = k.tilt_bits > 0 ? 1 << (k.tilt_bits - 1) : 0;
+  const float tilt_cell = k.tilt_cell_degrees * pi / 180.f;
   float kt = floorf(tilt / tilt_cell + 0.5f) + float(half_tilt_cells);
-  kt = kt < 0.f
-           ? 0.f
-           : (kt > float(2 * half_tilt_cells - 1) ? float(2 * half_tilt_cells - 1) : kt);
-  const std::uint32_t qx = cell_of(0.5f + 0.5f * cx / box.radius, tof_order_xy_bits);
-  const std::uint32_t qy = cell_of(0.5f + 0.5f * cy / box.radius, tof_order_xy_bits);
-  const std::uint32_t qz =
-      cell_of((cz - box.z_min) / (box.z_max - box.z_min), tof_order_z_bits);
-  std::uint32_t key = (ka << tof_order_tilt_bits) | std::uint32_t(kt);
-  for (int level = tof_order_xy_bits - 1; level >= 0; --level) {
+  const float kt_max = float(k.tilt_bits > 0 ? 2 * half_tilt_cells - 1 : 0);
+  if (!(kt > 0.f)) // also NaN
+    kt = 0.f;
+  if (kt > kt_max)
+    kt = kt_max;
+  const std::uint32_t qx = cell_of(0.5f + 0.5f * cx / box.radius, k.xy_bits);
+  const std::uint32_t qy = cell_of(0.5f + 0.5f * cy / box.radius, k.xy_bits);
+  const std::uint32_t qz = cell_of((cz - box.z_min) / (box.z_max - box.z_min), k.z_bits);
+  std::uint32_t key = (ka << k.tilt_bits) | std::uint32_t(kt);
+  for (int level = k.xy_bits - 1; level >= 0; --level) {
     key = (key << 1) | ((qx >> level) & 1u);
     key = (key << 1) | ((qy >> level) & 1u);
-    if (level < tof_order_z_bits)
+    if (level < k.z_bits)
       key = (key << 1) | ((qz >> level) & 1u);
   }
   keys[i] = key;
@@ -257,7 +260,7 @@ inline std::size_t order_sort_bytes(std::size_t count, int bits = order_key_bits
 /// The larger of the two keys' sort storage (one workspace size serves both).
 inline std::size_t order_sort_bytes_any(std::size_t count) {
   return std::max(order_sort_bytes(count, order_key_bits),
-                  order_sort_bytes(count, tof_order_key_bits));
+                  order_sort_bytes(count, 32)); // any TOF key layout
 }
 
 inline void check_count_fits(std::size_t count) {
@@ -374,27 +377,37 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
 
 /// TOF-aware locality order: as above, but the key also places each event
 /// at the centre of its TOF bin on its LOR (direction, then a Z-order code
-/// of that point; see `detail::tof_order_*_bits`), so that events whose
-/// TOF windows overlap in space are adjacent. The order depends on the
-/// LORs, the bins and the TOF parameters; map results back with
-/// `scatter_back` as above. Same workspace size.
+/// of that point; see `listmode_tof_key`), so that events whose TOF
+/// windows overlap in space are adjacent. The order depends on the LORs,
+/// the bins and the TOF parameters; map results back with `scatter_back`
+/// as above. Same workspace size.
 ///
 /// @param bins  the events' TOF bins (device, at least `lors.count`);
 ///              bins outside [0, N-1] are placed at the nearest bin
 /// @param tof   TOF parameters of the events (per-event offsets, if any,
 ///              device arrays indexed like the events)
+/// @param key   key layout (the default unless tuning)
 /// @throws invalid_argument as above, and "bins" / "tof.*" for a null,
-///         host or too-small bin array or invalid TOF parameters.
+///         host or too-small bin array or invalid TOF parameters, "key"
+///         for a layout of more than 32 bits, negative bit counts, z_bits >
+///         xy_bits or a tilt cell that is not finite and > 0.
 /// Asynchronous; no allocation; graph-capturable.
 template <class T>
 void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
                     span<const std::int16_t> bins, const tof_params<T> &tof,
                     span<std::uint32_t> permutation, void *workspace,
-                    std::size_t workspace_bytes, stream_ref s) {
+                    std::size_t workspace_bytes, stream_ref s,
+                    const listmode_tof_key &key = listmode_tof_key{}) {
   detail::require_explicit_stream(s, "stream");
   resproj::detail::check_lors(lors, "lors");
   detail::check_count_fits(lors.count);
   detail::check_box(box);
+  if (key.angle_bits < 0 || key.tilt_bits < 0 || key.xy_bits < 0 || key.z_bits < 0 ||
+      key.z_bits > key.xy_bits || key.bits() > 32 || key.bits() < 1 ||
+      !(key.tilt_cell_degrees > 0.f) || !std::isfinite(key.tilt_cell_degrees))
+    resproj::detail::throw_invalid("key",
+                                   "needs bit counts >= 0, z_bits <= xy_bits, 1 to "
+                                   "32 bits in all, a finite tilt cell > 0");
   resproj::detail::check_tof(tof, lors.count);
   if (bins.size() < lors.count)
     resproj::detail::throw_invalid("bins",
@@ -408,11 +421,11 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
   }
   const tof_params<T> call_tof = tof.subview(0, lors.count);
   detail::order_events<T>(
-      box, lors, permutation, workspace, workspace_bytes, s, detail::tof_order_key_bits,
+      box, lors, permutation, workspace, workspace_bytes, s, key.bits(),
       [&](std::uint32_t *keys, std::uint32_t *indices) {
         detail::launch(detail::listmode_tof_key_kernel<T>, (lors.count + 255) / 256, 256,
                        s, "listmode_tof_key_kernel", lors.starts, lors.ends, bins.data(),
-                       call_tof, lors.count, box, keys, indices);
+                       call_tof, lors.count, box, key, keys, indices);
       });
 }
 
@@ -421,9 +434,10 @@ template <class T>
 void listmode_order(const image_geometry &geometry, lor_view<const T> lors,
                     span<const std::int16_t> bins, const tof_params<T> &tof,
                     span<std::uint32_t> permutation, void *workspace,
-                    std::size_t workspace_bytes, stream_ref s) {
+                    std::size_t workspace_bytes, stream_ref s,
+                    const listmode_tof_key &key = listmode_tof_key{}) {
   listmode_order<T>(listmode_order_box::from(geometry), lors, bins, tof, permutation,
-                    workspace, workspace_bytes, s);
+                    workspace, workspace_bytes, s, key);
 }
 
 /// As above, with the box of an image geometry.
