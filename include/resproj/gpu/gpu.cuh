@@ -10,6 +10,7 @@
 #include "resproj/gpu/file_io.cuh"
 #include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/listmode_order.cuh"
+#include "resproj/gpu/listmode_events.cuh"
 #include "resproj/gpu/lor_streamer.cuh"
 #include "resproj/gpu/memory_pool.cuh"
 #include "resproj/gpu/multi_device.cuh"
