@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "../examples/common/listmode_io.hpp"
 #include "../examples/common/osem.hpp"
 #include "../examples/common/osem_gpu.cuh"
 #include "../examples/common/phantom.hpp"
@@ -201,9 +202,7 @@ void bm_pipeline_gpu(benchmark::State &state) {
     auto &g = gstate(); // device tables and a warm context; the data are redone below
     const std::string out = temp_dir() + "/resproj_bench_osem_gpu.nii";
     rb::time_on_host(state, [&] {
-      const auto rec = rp::io::read_listmode_file(p.path);
-      ex::listmode_data lm;
-      rs::split_events(rec, lm.pairs, lm.bins);
+      ex::listmode_data lm = ex::load_events(p.path);
       ex::group_by_subset(lm, osem_subsets);
       const ex::gpu_listmode_problem data(p.sc, *g.ds, lm, p.corr, p.tof, g.s);
       auto b = data.backend(ex::start_image(p.sc.image, 1.f));
