@@ -432,6 +432,8 @@ void register_all() {
       RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows, plain));
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/vec-atomics",
                                   bm_subset_back, rows, vec_atomics));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/vec-atomics", bm_subset_back,
+                                  automatic, vec_atomics));
   for (int g : {1, 4}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;

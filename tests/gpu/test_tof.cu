@@ -372,6 +372,14 @@ TEST_P(gpu_tof_order, sorted_listmode_maps_back_to_the_unsorted_result) {
     } catch (const rp::invalid_argument &e) {
       EXPECT_EQ(e.argument(), "key");
     }
+    // Too few bins, too.
+    try {
+      gpu::listmode_order<T>(h.g, d.lors(), d.bins.cspan().subspan(0, n - 1), d.tof,
+                             perm.span(), work.data(), bytes, s);
+      ADD_FAILURE() << "no exception";
+    } catch (const rp::invalid_argument &e) {
+      EXPECT_EQ(e.argument(), "bins");
+    }
   }
   // Too small a workspace is rejected, naming it.
   try {

@@ -51,9 +51,10 @@ struct paired_atomic_add {
     atomicAdd(voxel, amount);
   }
 
-  /// Adds `a_lo` at `image[o_lo]` and `a_hi` at `image[o_hi]`, where o_hi
-  /// = o_lo + 1 when both weights are non-zero (a zero weight means that
-  /// neighbour is outside the image and its offset is not meaningful).
+  /// Adds `value * w_lo` at `image[o_lo]` and `value * w_hi` at
+  /// `image[o_hi]`, where o_hi = o_lo + 1 when both weights are non-zero
+  /// (a zero weight means that neighbour is outside the image and its
+  /// offset is not meaningful).
   template <class I>
   __device__ void add_pair(float *image, I o_lo, float w_lo, I o_hi, float w_hi,
                            float value) const {
