@@ -233,6 +233,16 @@ public:
   /// Zeroes every replica (each on its device's stream).
   void zero(const std::vector<stream_ref> &streams) { fill(T(0), streams); }
 
+  /// Orders the streams against each other: work queued later on any of
+  /// `streams` starts after everything queued so far on all of them (one
+  /// event per device, no host wait). The multi-device projections do this
+  /// themselves around a call that shares one array between devices.
+  /// Not thread-safe with other calls on the same image.
+  void order_streams(const std::vector<stream_ref> &streams) const {
+    detail::check_streams(set_.devices(), streams);
+    events_.barrier(streams);
+  }
+
 private:
   void broadcast_from(int from, const std::vector<stream_ref> &streams, const T *host) {
     const std::size_t bytes = num_voxels() * sizeof(T);
@@ -258,7 +268,7 @@ private:
   }
 
   device_set set_;
-  detail::device_events events_;
+  mutable detail::device_events events_;
   std::vector<device_image<T>> replicas_;
 };
 

@@ -16,7 +16,12 @@
 /// peer access) or one per device, on that device: for replicated input
 /// indexed like the whole call (device d uses its range), for shares indexed
 /// like device d's share. Per-LOR TOF arrays (`tof.sigmas`, ...) are indexed
-/// like the whole call and must be reachable from every device.
+/// like the whole call and must be reachable from every device. When a call
+/// shares an array between devices, it orders the devices' streams against
+/// each other before and after its work (event waits, the host never
+/// blocks): a shared input may come from work on any of the streams, and a
+/// shared output is complete in stream order on every stream. Per-device
+/// arrays keep the devices independent.
 ///
 /// Every call validates all arguments for all devices before enqueueing
 /// anything, then enqueues each device's part on its stream and returns:
@@ -97,6 +102,10 @@ template <class T, class Src> struct part_call {
   Src src;            ///< the part's LORs
   launch_options opt; ///< the part's options (pointers already checked)
   stream_ref stream;
+  /// Set when the call uses an array shared by several devices (one `out`
+  /// or `values` for the whole call, per-LOR TOF arrays): the devices' streams
+  /// are then ordered against each other before and after the call.
+  bool *shares_arrays = nullptr;
 
   /// The part's slice of a per-LOR array list (one shared array or one per
   /// device; see the file comment), `stride` values per LOR, checked for
@@ -110,6 +119,8 @@ template <class T, class Src> struct part_call {
     std::size_t first = offset, needed = total;
     if (arrays.size() == 1) {
       a = arrays[0];
+      if (n > 1)
+        *shares_arrays = true;
     } else if (arrays.size() == n) {
       label += "[" + std::to_string(index) + "]";
       a = arrays[std::size_t(index)];
@@ -140,6 +151,8 @@ template <class T, class Src> struct part_call {
       const char *name = s == &all.sigmas ? "tof.sigmas" : "tof.center_offsets";
       if (s->empty())
         continue;
+      if (set->size() > 1)
+        *shares_arrays = true;
       if (s->size() < total)
         resproj::detail::throw_invalid(name,
                                        "too small: holds " + std::to_string(s->size()) +
@@ -204,6 +217,7 @@ void run_parts(const replicated_image<T> &image, const std::vector<Lors> &lors,
       total += sources[std::size_t(i)].count;
     }
   }
+  bool shares_arrays = false;
   std::vector<part_call<T, src_t>> parts;
   for (int i = 0; i < n; ++i) {
     const lor_range r = ranges[std::size_t(i)];
@@ -219,7 +233,8 @@ void run_parts(const replicated_image<T> &image, const std::vector<Lors> &lors,
                           image.view(i),
                           sources[std::size_t(i)].subview(r.first, r.count),
                           opt,
-                          streams[std::size_t(i)]};
+                          streams[std::size_t(i)],
+                          &shares_arrays};
     p.opt.check_pointers = false; // checked here, against the right devices
     if (m.input == lor_input::replicated && opt.rows > 1)
       p.opt.rows = r.count / granule;
@@ -227,8 +242,15 @@ void run_parts(const replicated_image<T> &image, const std::vector<Lors> &lors,
   }
   for (const auto &p : parts)
     f(p, false);
+  // A shared array is written or read by every device: its producer's work
+  // (on any stream) comes first, and the whole result is complete on every
+  // stream afterwards.
+  if (shares_arrays)
+    image.order_streams(streams);
   for (const auto &p : parts)
     f(p, true);
+  if (shares_arrays)
+    image.order_streams(streams);
 }
 
 /// A replica as a writable view (the multi-device back projections take the
