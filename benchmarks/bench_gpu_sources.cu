@@ -58,6 +58,7 @@
 
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
+#include "common/gpu_main.cuh"
 #include "common/phantom.hpp"
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/gpu/listmode_events.cuh"
@@ -431,53 +432,8 @@ void register_all() {
   rb::configure(RegisterBenchmark("gpu/sources/split-events", bm_split));
 }
 
-/// Console reporter that counts failed runs.
-class counting_reporter : public benchmark::ConsoleReporter {
-public:
-  void ReportRuns(const std::vector<Run> &runs) override {
-    for (const Run &r : runs)
-      if (rb::run_failed(r, 0))
-        ++failed_;
-    ConsoleReporter::ReportRuns(runs);
-  }
-  int failed() const { return failed_; }
-
-private:
-  int failed_ = 0;
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
-  const bool list_only = rb::lists_only(argc, argv);
-  if (!rb::initialize_with_defaults(argc, argv))
-    return 1;
-
-  const int devices = gpu::device_count();
-  if (devices == 0 && !list_only) {
-    std::printf("no CUDA device: GPU benchmarks skipped\n");
-    return 0;
-  }
-  int exit_code = 0;
-  try {
-    if (devices > 0) {
-      cudaDeviceProp prop{};
-      RESPROJ_CUDA_TRY(cudaGetDeviceProperties(&prop, gpu::current_device()));
-      benchmark::AddCustomContext("gpu", prop.name);
-    }
-    register_all();
-    counting_reporter reporter;
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    if (reporter.failed() > 0) {
-      std::printf("\n%d benchmark run(s) reported an error\n", reporter.failed());
-      exit_code = 2;
-    }
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "bench_gpu_sources: %s\n", e.what());
-    exit_code = 1;
-  }
-  std::fflush(stdout);
-  release_problems();
-  benchmark::Shutdown();
-  return exit_code;
+  return rb::gpu_main(argc, argv, "bench_gpu_sources", register_all, release_problems);
 }

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <exception>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -86,9 +89,20 @@ inline bool lists_only(int argc, char **argv) {
 /// later) override: 5 repetitions (read the medians) and at least 0.1 s of
 /// timed iterations per repetition. Given as flags, they stay out of the
 /// benchmark names. Returns false on unrecognised arguments.
+/// Google Benchmark 1.8 (which added `Run::skipped`) wants a unit suffix on
+/// --benchmark_min_time ("0.1s"); 1.7 reads a plain number.
+template <class R, class = void> struct min_time_needs_suffix : std::false_type {};
+template <class R>
+struct min_time_needs_suffix<R, std::void_t<decltype(std::declval<R &>().skipped)>>
+    : std::true_type {};
+
 inline bool initialize_with_defaults(int argc, char **argv) {
   static char repetitions[] = "--benchmark_repetitions=5";
-  static char min_time[] = "--benchmark_min_time=0.1";
+  static char min_time_plain[] = "--benchmark_min_time=0.1";
+  static char min_time_suffix[] = "--benchmark_min_time=0.1s";
+  char *min_time = min_time_needs_suffix<benchmark::BenchmarkReporter::Run>::value
+                       ? min_time_suffix
+                       : min_time_plain;
   std::vector<char *> args;
   args.push_back(argv[0]);
   args.push_back(repetitions);
@@ -99,6 +113,52 @@ inline bool initialize_with_defaults(int argc, char **argv) {
   int nargs = int(args.size()) - 1;
   benchmark::Initialize(&nargs, args.data());
   return !benchmark::ReportUnrecognizedArguments(nargs, args.data());
+}
+
+/// Console reporter that counts the runs that reported an error.
+class counting_reporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const Run &r : runs)
+      if (run_failed(r, 0))
+        ++failed_;
+    ConsoleReporter::ReportRuns(runs);
+  }
+  int failed() const { return failed_; }
+
+private:
+  int failed_ = 0;
+};
+
+/// The body of a benchmark program's `main` after initialisation: runs
+/// `register_all()`, the benchmarks (console output counted by
+/// `counting_reporter`), then `release()` before Google Benchmark shuts down.
+/// Returns the exit status: 0, 2 when a run reported an error, 1 when an
+/// exception escaped (printed with the program's name).
+template <class Register, class Release>
+int run_registered(const char *program, Register &&register_all, Release &&release) {
+  int exit_code = 0;
+  try {
+    register_all();
+    counting_reporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    if (reporter.failed() > 0) {
+      std::printf("\n%d benchmark run(s) reported an error\n", reporter.failed());
+      exit_code = 2;
+    }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    exit_code = 1;
+  }
+  std::fflush(stdout);
+  try {
+    release();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: releasing: %s\n", program, e.what());
+    exit_code = 1;
+  }
+  benchmark::Shutdown();
+  return exit_code;
 }
 
 } // namespace resproj_bench
