@@ -58,6 +58,7 @@
 
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
+#include "common/dmi_problems.hpp"
 #include "common/gpu_main.cuh"
 #include "common/phantom.hpp"
 #include "resproj/gpu/gpu.cuh"
@@ -74,19 +75,6 @@ namespace gpu = resproj::gpu;
 namespace rb = resproj_bench;
 namespace rs = resproj::scanner;
 
-/// DMI TOF parameters (spec/benchmark-problems.md, "TOF"), as bench_gpu_tof.
-rp::tof_params<float> dmi_tof() {
-  rp::tof_params<float> t;
-  t.num_bins = 29;
-  t.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
-  t.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 24.51 mm
-  t.num_sigmas = 3;
-  t.center_offset = 0;
-  return t;
-}
-
-constexpr std::size_t lm_events = 10000000;
-constexpr std::uint64_t lm_seed = 20261129;
 constexpr std::size_t stream_chunk = std::size_t(1) << 20;
 
 /// The dmi-tof-lm events in every form, on the host (pageable and pinned)
@@ -98,7 +86,7 @@ struct problem {
   rp::image_geometry coarse_geometry =
       rp::image_geometry::centred({16, 16, 8}, {44, 44, 32});
   gpu::device_image<float> coarse_image;
-  std::size_t count = lm_events;
+  std::size_t count = rb::dmi_tof_lm_events;
   std::size_t num_detectors = 0;
   // host, pageable
   std::vector<float> h_starts, h_ends, h_ones, h_out;
@@ -129,47 +117,12 @@ struct problem {
     const auto coarse = rb::box_phantom<float>(coarse_geometry);
     coarse_image.upload(rp::span<const float>(coarse.data(), coarse.size()), s);
 
-    const auto scanner = rs::dmi();
-    const auto layout = rs::dmi_sinogram();
-    const int n = scanner.crystals_per_ring();
-    const std::vector<float> table = scanner.detector_centres();
+    const std::vector<float> table = rs::dmi().detector_centres();
     num_detectors = table.size() / 3;
-    const std::uint64_t per_plane =
-        std::uint64_t(layout.num_views) * std::uint64_t(layout.num_radial);
-    const std::uint64_t total = per_plane * std::uint64_t(layout.num_planes());
-    h_starts.resize(3 * count);
-    h_ends.resize(3 * count);
-    h_pairs.resize(2 * count);
-    h_bins.resize(count);
-    constexpr std::size_t block = 65536; // one seeded generator per block
-    const std::size_t blocks = (count + block - 1) / block;
-    rb::parallel_ranges(blocks, [&](std::size_t b0, std::size_t nblk) {
-      for (std::size_t k = b0; k < b0 + nblk; ++k) {
-        std::mt19937_64 rng(lm_seed + 7919 * k);
-        std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
-        std::uniform_int_distribution<int> bin(8, 20);
-        const std::size_t last = std::min(count, (k + 1) * block);
-        for (std::size_t i = k * block; i < last; ++i) {
-          const std::uint64_t idx = pick(rng);
-          const int plane = int(idx / per_plane);
-          const std::uint64_t rest = idx % per_plane;
-          const int view = int(rest / std::uint64_t(layout.num_radial));
-          const int radial = int(rest % std::uint64_t(layout.num_radial));
-          int c0, c1;
-          rs::detail::span1_crystal_pair(n, layout.radial_trim, view, radial, c0, c1);
-          const auto &rings = layout.planes[std::size_t(plane)];
-          const std::int32_t a = std::int32_t(rings.first * n + c0);
-          const std::int32_t b = std::int32_t(rings.second * n + c1);
-          h_pairs[2 * i] = a;
-          h_pairs[2 * i + 1] = b;
-          for (int c = 0; c < 3; ++c) {
-            h_starts[3 * i + std::size_t(c)] = table[3 * std::size_t(a) + std::size_t(c)];
-            h_ends[3 * i + std::size_t(c)] = table[3 * std::size_t(b) + std::size_t(c)];
-          }
-          h_bins[i] = std::int16_t(bin(rng));
-        }
-      }
-    });
+    rb::dmi_events generated = rb::make_dmi_events(count, rb::dmi_tof_lm_seed);
+    h_pairs = std::move(generated.pairs);
+    h_bins = std::move(generated.bins);
+    rb::end_points_of(table, h_pairs, h_starts, h_ends);
     h_events =
         rs::pack_events(rp::span<const std::int32_t>(h_pairs.data(), h_pairs.size()),
                         rp::span<const std::int16_t>(h_bins.data(), count));
@@ -205,7 +158,7 @@ struct problem {
     s.synchronize();
     // The events are valid: a benchmark of invalid data would be meaningless.
     const auto check = gpu::validate_events(events.cspan(), std::int64_t(num_detectors),
-                                            dmi_tof().num_bins, s);
+                                            rb::dmi_tof<float>().num_bins, s);
     if (check.num_invalid != 0)
       throw std::runtime_error("dmi-tof-lm events: " + std::to_string(check.num_invalid) +
                                " invalid events");
@@ -274,7 +227,7 @@ double event_bytes(form f, bool tof) {
 void bm_resident(benchmark::State &state, form f, bool back) {
   rb::guarded(state, [&] {
     problem &p = prob();
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     const auto run = [&](const auto &lors) {
       if (!back) {
         rb::time_on_stream(state, p.s, [&] {
@@ -305,7 +258,7 @@ void bm_streamed(benchmark::State &state, form f, bool back, bool pinned, bool t
     const gpu::device_image_view<const float> fwd_image =
         coarse ? p.coarse_image.cview() : p.image.cview();
     gpu::lor_streamer<float> &st = *p.streamer;
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     const std::size_t n = p.count;
     const float *starts = pinned ? p.p_starts.data() : p.h_starts.data();
     const float *ends = pinned ? p.p_ends.data() : p.h_ends.data();
@@ -365,7 +318,7 @@ void bm_streamed(benchmark::State &state, form f, bool back, bool pinned, bool t
 void bm_validate(benchmark::State &state, bool split) {
   rb::guarded(state, [&] {
     problem &p = prob();
-    const int nb = dmi_tof().num_bins;
+    const int nb = rb::dmi_tof<float>().num_bins;
     const std::int64_t nd = std::int64_t(p.num_detectors);
     rb::time_on_stream(state, p.s, [&] {
       if (split)
