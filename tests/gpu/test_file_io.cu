@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -58,7 +59,58 @@ gpu::file_io_options small_tasks(unsigned threads,
   o.task_bytes = 64 << 10; // many tasks for a few hundred KiB
   o.small_bytes = 4 << 10;
   o.gds = mode;
+  o.map_chunk_bytes = 64 << 10;
   return o;
+}
+
+/// The read variants every read test runs over (each must give the same
+/// bytes): bounce path with persistent workers, bounce with threads started
+/// per call, 2 and 4 buffers, and the page-cache DMA path.
+struct read_variant {
+  const char *name;
+  void (*apply)(gpu::file_io_options &);
+};
+const std::vector<read_variant> &read_variants() {
+  static const std::vector<read_variant> v{
+      {"bounce/persistent", [](gpu::file_io_options &) {}},
+      {"bounce/per-call-threads",
+       [](gpu::file_io_options &o) { o.persistent_threads = false; }},
+      {"bounce/2-buffers", [](gpu::file_io_options &o) { o.buffers_per_worker = 2; }},
+      {"bounce/4-buffers", [](gpu::file_io_options &o) { o.buffers_per_worker = 4; }},
+      {"mapped", [](gpu::file_io_options &o) { o.reads = gpu::read_path::mapped; }},
+      {"mapped/depth-1",
+       [](gpu::file_io_options &o) {
+         o.reads = gpu::read_path::mapped;
+         o.map_depth = 1;
+         o.map_chunk_bytes = 10000; // rounded up to whole pages
+       }},
+  };
+  return v;
+}
+
+gpu::file_io_options variant_options(const read_variant &v, unsigned threads) {
+  auto o = small_tasks(threads);
+  v.apply(o);
+  return o;
+}
+
+/// The method a read of the variant must report: mapped, or bounce with the
+/// reason when the mapped path is not available here.
+void expect_method(const gpu::file_io_result &r, const gpu::file_io_options &o) {
+  if (o.reads == gpu::read_path::mapped && r.method == gpu::io_method::mapped) {
+    EXPECT_TRUE(r.map_problem.empty()) << r.map_problem;
+    return;
+  }
+  EXPECT_EQ(r.method, gpu::io_method::bounce);
+  if (o.reads == gpu::read_path::mapped) {
+    EXPECT_FALSE(r.map_problem.empty());
+    static bool said = false;
+    if (!said)
+      std::cout << "[ info ] mapped read path fell back: " << r.map_problem << "\n";
+    said = true;
+  } else {
+    EXPECT_TRUE(r.map_problem.empty());
+  }
 }
 
 TEST_F(gpu_test, read_ranges_for_thread_counts_and_odd_sizes) {
@@ -69,23 +121,38 @@ TEST_F(gpu_test, read_ranges_for_thread_counts_and_odd_sizes) {
   resproj_test::write_bytes(path, bytes);
   gpu::stream s;
   std::vector<std::vector<unsigned char>> results;
-  for (unsigned threads : {1u, 2u, 5u, 16u}) {
-    gpu::device_file_io reader(small_tasks(threads));
-    for (std::uint64_t offset : {std::uint64_t(0), std::uint64_t(12345)}) {
-      gpu::device_buffer<unsigned char> dst(size - offset, s);
-      dst.fill(0xAB, s);
-      const auto r = reader.read(path, offset, dst, s);
-      EXPECT_EQ(r.method, gpu::io_method::bounce);
-      EXPECT_EQ(r.bytes, size - offset);
-      EXPECT_EQ(r.threads, std::min<unsigned>(
-                               threads, unsigned((size - offset - 1) / (64 << 10) + 1)));
-      const auto got = download(dst, s);
-      ASSERT_TRUE(std::equal(got.begin(), got.end(), bytes.begin() + offset))
-          << threads << " threads, offset " << offset;
-      if (offset == 0)
-        results.push_back(got);
+  for (const auto &variant : read_variants())
+    for (unsigned threads : {1u, 2u, 5u, 16u}) {
+      const auto opt = variant_options(variant, threads);
+      gpu::device_file_io reader(opt);
+      // Offsets: 0, inside the first page, exactly one page, and one that
+      // leaves a range ending inside a page.
+      for (std::uint64_t offset : {std::uint64_t(0), std::uint64_t(12345),
+                                   std::uint64_t(4096), std::uint64_t(65537)}) {
+        gpu::device_buffer<unsigned char> dst(size - offset, s);
+        dst.fill(0xAB, s);
+        const auto r = reader.read(path, offset, dst, s);
+        expect_method(r, opt);
+        EXPECT_EQ(r.bytes, size - offset);
+        if (r.method == gpu::io_method::bounce)
+          EXPECT_EQ(r.threads,
+                    std::min<unsigned>(threads,
+                                       unsigned((size - offset - 1) / (64 << 10) + 1)));
+        else
+          EXPECT_LE(r.threads, threads);
+        const auto got = download(dst, s);
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), bytes.begin() + offset))
+            << variant.name << ", " << threads << " threads, offset " << offset;
+        if (offset == 0)
+          results.push_back(got);
+      }
+      // A range that ends before the end of the file, mid-page.
+      gpu::device_buffer<unsigned char> part(300001, s);
+      expect_method(reader.read(path, 5000, part, s), opt);
+      const auto got = download(part, s);
+      ASSERT_TRUE(std::equal(got.begin(), got.end(), bytes.begin() + 5000))
+          << variant.name << ", " << threads << " threads, partial range";
     }
-  }
   for (const auto &r : results)
     EXPECT_EQ(r, results.front());
 }
@@ -198,11 +265,52 @@ TEST_F(gpu_test, stream_order_read_after_fill_and_before_use) {
   resproj_test::write_bytes(path, bytes);
   gpu::stream s;
   gpu::device_buffer<unsigned char> dst(bytes.size(), s);
-  for (int rep = 0; rep < 3; ++rep) {
-    dst.fill(0, s);
-    gpu::read_file(path, 0, dst, s, small_tasks(4));
-    ASSERT_EQ(download(dst, s), bytes) << rep;
+  for (const auto &variant : read_variants()) {
+    gpu::device_file_io io(variant_options(variant, 4));
+    for (int rep = 0; rep < 3; ++rep) {
+      dst.fill(0, s);
+      if (rep == 0)
+        gpu::read_file(path, 0, dst, s, variant_options(variant, 4));
+      else
+        io.read(path, 0, dst, s);
+      ASSERT_EQ(download(dst, s), bytes) << variant.name << " " << rep;
+    }
   }
+}
+
+TEST_F(gpu_test, mapped_reads_follow_file_changes_and_release_the_mapping) {
+  // The mapped path copies from the page cache: a rewrite between reads is
+  // seen, and no registration or mapping outlives a read (the file can be
+  // truncated and removed; a later read into a longer range fails cleanly).
+  temp_dir dir;
+  const std::string path = dir.file("changing.bin");
+  gpu::stream s;
+  auto opt = small_tasks(3);
+  opt.reads = gpu::read_path::mapped;
+  gpu::device_file_io io(opt);
+  gpu::device_buffer<unsigned char> dst(1 << 20, s);
+  for (std::uint32_t seed : {11u, 12u, 13u}) {
+    const auto bytes = random_bytes(1 << 20, seed);
+    resproj_test::write_bytes(path, bytes);
+    const auto r = io.read(path, 0, dst, s);
+    expect_method(r, opt);
+    ASSERT_EQ(download(dst, s), bytes) << seed;
+  }
+  resproj_test::write_bytes(path, random_bytes(100000, 14));
+  dst.fill(0x33, s);
+  expect_io_error([&] { io.read(path, 0, dst, s); }, {"changing.bin"});
+  for (unsigned char b : download(dst, s))
+    ASSERT_EQ(b, 0x33);
+  EXPECT_EQ(std::remove(path.c_str()), 0);
+  // Option checks.
+  auto bad = opt;
+  bad.map_chunk_bytes = 0;
+  expect_invalid([&] { gpu::device_file_io x(bad); }, "options.map_chunk_bytes");
+  bad = opt;
+  bad.map_depth = 0;
+  expect_invalid([&] { gpu::device_file_io x(bad); }, "options.map_depth");
+  EXPECT_STREQ(gpu::read_path_name(gpu::read_path::mapped), "mapped");
+  EXPECT_STREQ(gpu::io_method_name(gpu::io_method::mapped), "mapped");
 }
 
 TEST_F(gpu_test, whichever_path_is_available_runs_and_is_reported) {
@@ -319,7 +427,9 @@ TEST_F(gpu_test, nifti_round_trip) {
 TEST_F(gpu_test, listmode_and_raw_round_trip) {
   temp_dir dir;
   gpu::stream s;
-  gpu::device_file_io io(small_tasks(4));
+  auto mapped = small_tasks(4);
+  mapped.reads = gpu::read_path::mapped; // formats read through it too
+  gpu::device_file_io io(mapped);
   std::vector<resproj::scanner::listmode_event> events(123457);
   std::mt19937 rng(8);
   for (auto &e : events)

@@ -373,4 +373,113 @@ TEST(parallel_write, at_an_offset_keeps_other_bytes) {
                resproj::io_error);
 }
 
+TEST(io_worker_pool, runs_every_index_once_and_worker_zero_on_the_caller) {
+  io::io_worker_pool pool;
+  EXPECT_EQ(pool.threads(), 0u);
+  // Growing, shrinking and repeated sizes: each index exactly once per run.
+  for (unsigned n : {1u, 4u, 2u, 7u, 7u, 3u, 1u, 5u}) {
+    std::vector<std::atomic<int>> hits(n);
+    std::thread::id zero_thread;
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    auto fn = [&](unsigned w) {
+      ASSERT_LT(w, n);
+      hits[w].fetch_add(1);
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(std::this_thread::get_id());
+      if (w == 0)
+        zero_thread = std::this_thread::get_id();
+    };
+    pool.run(n, fn);
+    for (unsigned w = 0; w < n; ++w)
+      EXPECT_EQ(hits[w].load(), 1) << "n " << n << " worker " << w;
+    EXPECT_EQ(zero_thread, std::this_thread::get_id());
+    EXPECT_EQ(ids.size(), std::size_t(n)) << "distinct threads for n " << n;
+  }
+  EXPECT_EQ(pool.threads(), 6u); // the largest n - 1, kept between runs
+}
+
+TEST(io_worker_pool, threads_are_reused_and_run_waits_for_all) {
+  io::io_worker_pool pool;
+  std::set<std::thread::id> first, second;
+  std::mutex m;
+  std::atomic<int> finished{0};
+  auto record = [&](std::set<std::thread::id> &into) {
+    return [&](unsigned w) {
+      if (w == 3) // a slow worker: run must still wait for it
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      {
+        std::lock_guard<std::mutex> lock(m);
+        into.insert(std::this_thread::get_id());
+      }
+      finished.fetch_add(1);
+    };
+  };
+  auto a = record(first);
+  pool.run(4, a);
+  EXPECT_EQ(finished.load(), 4);
+  auto b = record(second);
+  pool.run(4, b);
+  EXPECT_EQ(finished.load(), 8);
+  EXPECT_EQ(first, second);
+}
+
+TEST(parallel_read, persistent_pool_gives_identical_bytes_and_survives_errors) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  const std::size_t size = 700001;
+  const auto data = pattern(size, 9);
+  write_file(path, data);
+  io::io_worker_pool pool;
+  for (unsigned threads : {1u, 3u, 8u, 2u}) {
+    io::parallel_io_options opt;
+    opt.threads = threads;
+    opt.task_bytes = 65536;
+    opt.pool = &pool;
+    EXPECT_EQ(read_with(path, 0, size, opt), data) << threads;
+    EXPECT_EQ(read_with(path, 1234, size - 1234, opt),
+              std::vector<unsigned char>(data.begin() + 1234, data.end()))
+        << threads;
+  }
+  // An error inside a pooled run is reported; the pool keeps working.
+  io::parallel_io_options opt;
+  opt.threads = 4;
+  opt.task_bytes = 4096;
+  opt.pool = &pool;
+  EXPECT_THROW(io::read_range(
+                   path, 0, size,
+                   [&](unsigned, std::uint64_t pos, const void *, std::size_t) {
+                     if (pos == 4096 * 3)
+                       throw std::logic_error("sink failed");
+                   },
+                   opt),
+               std::logic_error);
+  EXPECT_EQ(read_with(path, 0, size, opt), data);
+  // Writes through the pool.
+  const std::string out = dir.file("out.bin");
+  io::write_range(
+      out, 0, size,
+      [&](unsigned, std::uint64_t pos, void *buf, std::size_t n) {
+        std::memcpy(buf, data.data() + pos, n);
+      },
+      opt, true);
+  EXPECT_EQ(read_all(out), data);
+}
+
+TEST(parallel_read, run_parallel_tasks_covers_each_task_once) {
+  io::io_worker_pool pool;
+  for (io::io_worker_pool *p : {static_cast<io::io_worker_pool *>(nullptr), &pool})
+    for (unsigned workers : {1u, 2u, 5u}) {
+      const std::uint64_t tasks = 1000;
+      std::vector<std::atomic<int>> hits(tasks);
+      auto task = [&](unsigned w, std::uint64_t t, const std::atomic<bool> &) {
+        EXPECT_LT(w, workers);
+        hits[t].fetch_add(1);
+      };
+      io::detail::run_parallel_tasks(tasks, workers, p, task);
+      for (std::uint64_t t = 0; t < tasks; ++t)
+        ASSERT_EQ(hits[t].load(), 1) << t << (p ? " pooled" : " per call");
+    }
+}
+
 } // namespace

@@ -10,6 +10,19 @@
 /// `buffers_per_worker` pinned bounce buffers while the copy of the previous
 /// one runs on the worker's own non-blocking stream. Reads below
 /// `small_bytes` go through one pinned buffer on the calling thread.
+/// Workers are persistent threads of the object (`persistent_threads`) or
+/// started per call.
+///
+/// Page-cache DMA ("mapped") read path, `read_path::mapped`: the file range
+/// is mapped read-only (`mmap`, `MAP_SHARED`) and registered with the driver
+/// (`cudaHostRegister(..., cudaHostRegisterReadOnly)`) in chunks of
+/// `map_chunk_bytes`, and the copies go straight from the page cache to the
+/// device (one copy instead of `pread`'s copy plus the DMA). Workers
+/// register, copy and unregister their chunks with up to `map_depth`
+/// registrations in flight each. If the device or the kernel cannot register
+/// a file mapping, the read falls back to the bounce path
+/// (`file_io_result::method` says which ran, `map_problem` why). This path
+/// returns only after its copies have completed (the mapping goes away).
 /// GPUDirect Storage (cuFile, loaded at run time) is used when available and
 /// allowed (`gds_mode`, see gpu/detail/cufile.hpp).
 ///
@@ -28,6 +41,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +53,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "resproj/core/config.hpp"
@@ -63,18 +78,39 @@
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
 
+/// How reads of at least `small_bytes` travel when GPUDirect Storage is not
+/// used (see the file comment).
+enum class read_path {
+  bounce, ///< parallel `pread` into pinned bounce buffers, then copies
+  mapped, ///< page-cache DMA from a registered read-only mapping (else bounce)
+};
+
+/// Name of a read path: "bounce" or "mapped".
+constexpr const char *read_path_name(read_path p) noexcept {
+  return p == read_path::mapped ? "mapped" : "bounce";
+}
+
 /// Settings of `device_file_io`.
 struct file_io_options {
-  /// Worker threads of the bounce path; 0 = `io::default_io_threads()`.
+  /// Worker threads; 0 = `io::default_io_threads()`.
   unsigned threads = 0;
   /// Bytes per task (> 0); also the size of each pinned bounce buffer.
-  std::size_t task_bytes = std::size_t(4) << 20;
+  std::size_t task_bytes = std::size_t(1) << 20;
   /// Pinned bounce buffers per worker (>= 2, so reads overlap copies).
-  unsigned buffers_per_worker = 2;
+  unsigned buffers_per_worker = 3;
   /// Reads of fewer bytes go through one pinned buffer on the calling thread.
   std::size_t small_bytes = std::size_t(64) << 10;
   /// GPUDirect Storage: automatic, never (`bounce`) or required.
   gds_mode gds = gds_mode::automatic;
+  /// Path of large reads without GDS.
+  read_path reads = read_path::bounce;
+  /// Mapped path: bytes registered per task (> 0; rounded up to pages).
+  std::size_t map_chunk_bytes = std::size_t(32) << 20;
+  /// Mapped path: registered chunks in flight per worker (>= 1).
+  unsigned map_depth = 2;
+  /// Keep the worker threads between calls (woken through a condition
+  /// variable) instead of starting them for every call.
+  bool persistent_threads = true;
 };
 
 /// What one transfer did.
@@ -85,6 +121,10 @@ struct file_io_result {
   /// Why GDS was not used when it was tried (`gds_mode::automatic` with
   /// nvidia-fs loaded); empty otherwise.
   std::string gds_problem;
+  /// Why the mapped read path was not used (the bounce path ran instead), or
+  /// how many of its chunks could not be registered (copied as pageable
+  /// memory); empty otherwise.
+  std::string map_problem;
 };
 
 namespace detail {
@@ -107,6 +147,30 @@ struct posix_fd {
     return fd >= 0;
   }
 };
+
+/// Read-only shared mapping of a file range; unmapped on destruction.
+struct file_mapping {
+  unsigned char *base = nullptr;
+  std::size_t length = 0;
+  file_mapping() = default;
+  file_mapping(const file_mapping &) = delete;
+  file_mapping &operator=(const file_mapping &) = delete;
+  ~file_mapping() {
+    if (base != nullptr)
+      ::munmap(base, length);
+  }
+};
+
+/// The host page size (4096 if unknown).
+inline std::size_t host_page_size() noexcept {
+  const long p = ::sysconf(_SC_PAGESIZE);
+  return p > 0 ? std::size_t(p) : std::size_t(4096);
+}
+
+/// `n` rounded up to a multiple of `m` (> 0).
+constexpr std::size_t round_up(std::size_t n, std::size_t m) noexcept {
+  return (n + m - 1) / m * m;
+}
 
 } // namespace detail
 
@@ -179,10 +243,14 @@ public:
       return result;
     }
 
+    if (options_.reads == read_path::mapped &&
+        mapped_read(file, offset, out, bytes, stream, result))
+      return result;
+
     io::parallel_io_options po = pool_options();
     const unsigned n = io::effective_io_threads(po, bytes);
     result.threads = n;
-    prepare_workers(n, stream);
+    prepare_workers(n, stream, true);
     std::vector<char> device_set(n, 0);
     po.buffer_provider = [&](unsigned w) { return next_buffer(w, device_set); };
     auto sink = [&](unsigned w, std::uint64_t pos, const void *data, std::size_t len) {
@@ -242,7 +310,7 @@ public:
     io::parallel_io_options po = pool_options();
     const unsigned n = io::effective_io_threads(po, bytes);
     result.threads = n;
-    prepare_workers(n, stream);
+    prepare_workers(n, stream, true);
     std::vector<char> device_set(n, 0);
     po.buffer_provider = [&](unsigned w) { return next_buffer(w, device_set); };
     auto source = [&](unsigned w, std::uint64_t pos, void *buf, std::size_t len) {
@@ -282,20 +350,16 @@ public:
 
 private:
   struct worker {
-    stream copies; ///< non-blocking, on device_
-    std::vector<pinned_buffer<unsigned char>> buffers;
-    std::vector<event> done; ///< last copy from buffers[i]
-    event finished;          ///< end of this call's copies
+    stream copies;                                     ///< non-blocking, on device_
+    std::vector<pinned_buffer<unsigned char>> buffers; ///< bounce (on first use)
+    std::vector<event> done;                           ///< last copy from buffers[i]
+    event finished;                                    ///< end of this call's copies
     unsigned next = 0;
     unsigned current = 0;
-    worker(int device, std::size_t bytes, unsigned count) : copies(device) {
-      buffers.reserve(count);
-      done.reserve(count);
-      for (unsigned i = 0; i < count; ++i) {
-        buffers.emplace_back(bytes);
-        done.emplace_back();
-      }
-    }
+    std::vector<unsigned char *> mapped; ///< registered chunk per slot, or null
+    std::vector<event> mapped_done;      ///< last copy from mapped[i]
+    unsigned mapped_next = 0;
+    explicit worker(int device) : copies(device) {}
   };
 
   static const file_io_options &checked(const file_io_options &o) {
@@ -305,6 +369,12 @@ private:
       throw invalid_argument("options.buffers_per_worker",
                              "must be >= 2 (got " + std::to_string(o.buffers_per_worker) +
                                  ")");
+    if (o.map_chunk_bytes == 0)
+      throw invalid_argument("options.map_chunk_bytes", "must be > 0");
+    if (o.map_depth < 1)
+      throw invalid_argument("options.map_depth", "must be >= 1");
+    if (o.reads != read_path::bounce && o.reads != read_path::mapped)
+      throw invalid_argument("options.reads", "not a read_path");
     return o;
   }
 
@@ -313,10 +383,11 @@ private:
     return event();
   }
 
-  io::parallel_io_options pool_options() const {
+  io::parallel_io_options pool_options() {
     io::parallel_io_options po;
     po.threads = options_.threads;
     po.task_bytes = options_.task_bytes;
+    po.pool = options_.persistent_threads ? &pool_ : nullptr;
     return po;
   }
 
@@ -330,12 +401,19 @@ private:
     require_device_pointer(p, device_, name);
   }
 
-  /// Creates missing workers (on the calling thread, device_ current) and
-  /// orders the first `n` after the work queued so far on `stream`.
-  void prepare_workers(unsigned n, stream_ref stream) {
+  /// Creates missing workers (on the calling thread, device_ current), their
+  /// bounce buffers when `buffers`, and orders the first `n` after the work
+  /// queued so far on `stream`.
+  void prepare_workers(unsigned n, stream_ref stream, bool buffers) {
     while (workers_.size() < n)
-      workers_.push_back(std::make_unique<worker>(device_, options_.task_bytes,
-                                                  options_.buffers_per_worker));
+      workers_.push_back(std::make_unique<worker>(device_));
+    for (unsigned w = 0; w < n && buffers; ++w) {
+      worker &k = *workers_[w];
+      while (k.buffers.size() < options_.buffers_per_worker) {
+        k.buffers.emplace_back(options_.task_bytes);
+        k.done.emplace_back();
+      }
+    }
     start_.record(stream);
     for (unsigned w = 0; w < n; ++w) {
       start_.make_wait(workers_[w]->copies);
@@ -377,6 +455,141 @@ private:
         RESPROJ_CUDA_TRY_NOTHROW(cudaStreamSynchronize(w->copies.get()));
     if (small_done_.get() != nullptr)
       RESPROJ_CUDA_TRY_NOTHROW(cudaEventSynchronize(small_done_.get()));
+  }
+
+  /// Whether this device can register read-only host memory; the reason
+  /// when not (asked once).
+  bool map_supported(std::string &problem) {
+    if (map_support_ == 0) {
+      int host_register = 0, read_only = 0;
+      RESPROJ_CUDA_TRY(cudaDeviceGetAttribute(&host_register,
+                                              cudaDevAttrHostRegisterSupported, device_));
+      RESPROJ_CUDA_TRY(cudaDeviceGetAttribute(
+          &read_only, cudaDevAttrHostRegisterReadOnlySupported, device_));
+      map_support_ = host_register && read_only ? 1 : -1;
+    }
+    if (map_support_ < 0)
+      problem = "the device does not support read-only host memory registration";
+    return map_support_ > 0;
+  }
+
+  /// Page-cache DMA read of the whole range (see the file comment). Returns
+  /// false, with `result.map_problem`, when it cannot be used (nothing has
+  /// been copied then); throws as `read` otherwise.
+  bool mapped_read(const io::detail::pio_file &file, std::uint64_t offset,
+                   unsigned char *out, std::uint64_t bytes, stream_ref stream,
+                   file_io_result &result) {
+    if (!map_supported(result.map_problem))
+      return false;
+    const std::size_t page = detail::host_page_size();
+    const std::uint64_t base_offset = offset - offset % page;
+    const std::size_t lead = std::size_t(offset - base_offset);
+    detail::file_mapping map;
+    void *p = ::mmap(nullptr, std::size_t(bytes) + lead, PROT_READ, MAP_SHARED, file.fd(),
+                     off_t(base_offset));
+    if (p == MAP_FAILED) {
+      result.map_problem = std::string("mmap failed: ") + std::strerror(errno);
+      return false;
+    }
+    map.base = static_cast<unsigned char *>(p);
+    map.length = std::size_t(bytes) + lead;
+    // Probe with one page: registering file mappings may be refused.
+    const cudaError_t probe = cudaHostRegister(map.base, page, cudaHostRegisterReadOnly);
+    if (probe != cudaSuccess) {
+      ::resproj::gpu::detail::discard_error(probe);
+      result.map_problem =
+          std::string("cudaHostRegister(read-only) of a file mapping failed: ") +
+          cudaGetErrorString(probe);
+      return false;
+    }
+    RESPROJ_CUDA_TRY(cudaHostUnregister(map.base));
+
+    const std::size_t chunk = detail::round_up(options_.map_chunk_bytes, page);
+    const std::uint64_t tasks = io::io_task_count(map.length, chunk);
+    const unsigned want =
+        options_.threads == 0 ? io::default_io_threads() : options_.threads;
+    const unsigned n = unsigned(std::min<std::uint64_t>(want, tasks));
+    prepare_workers(n, stream, false);
+    for (unsigned w = 0; w < n; ++w) {
+      worker &k = *workers_[w];
+      while (k.mapped.size() < options_.map_depth) {
+        k.mapped.push_back(nullptr);
+        k.mapped_done.emplace_back();
+      }
+      k.mapped_next = 0;
+    }
+    std::vector<char> device_set(n, 0);
+    std::atomic<unsigned> unpinned{0};
+    auto task = [&](unsigned w, std::uint64_t t, const std::atomic<bool> &) {
+      if (!device_set[w]) { // pool threads may be on another device
+        RESPROJ_CUDA_TRY(cudaSetDevice(device_));
+        device_set[w] = 1;
+      }
+      worker &k = *workers_[w];
+      const unsigned slot = k.mapped_next;
+      k.mapped_next = (slot + 1) % options_.map_depth;
+      if (k.mapped[slot] != nullptr) { // the slot's previous copy must be done
+        k.mapped_done[slot].synchronize();
+        unsigned char *old = std::exchange(k.mapped[slot], nullptr);
+        RESPROJ_CUDA_TRY(cudaHostUnregister(old));
+      }
+      const std::size_t begin = std::size_t(t) * chunk;
+      const std::size_t end = std::min(begin + chunk, map.length);
+      unsigned char *src = map.base + begin;
+      const cudaError_t reg = cudaHostRegister(src, detail::round_up(end - begin, page),
+                                               cudaHostRegisterReadOnly);
+      if (reg == cudaSuccess) {
+        k.mapped[slot] = src;
+      } else { // copied as pageable memory (staged by the driver): still correct
+        ::resproj::gpu::detail::discard_error(reg);
+        unpinned.fetch_add(1, std::memory_order_relaxed);
+      }
+      const std::size_t skip = t == 0 ? lead : 0;
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(out + (begin + skip - lead), src + skip,
+                                       end - begin - skip, cudaMemcpyHostToDevice,
+                                       k.copies.get()));
+      k.mapped_done[slot].record(k.copies);
+    };
+    try {
+      io::detail::run_parallel_tasks(tasks, n, pool_options().pool, task);
+    } catch (...) {
+      (void)release_mapped(n);
+      throw;
+    }
+    const cudaError_t err = release_mapped(n);
+    if (err != cudaSuccess)
+      ::resproj::gpu::detail::throw_cuda_error(
+          err, "mapped read: copy or cudaHostUnregister", __FILE__, __LINE__);
+    join_workers(n, stream);
+    result.method = io_method::mapped;
+    result.threads = n;
+    if (const unsigned u = unpinned.load())
+      result.map_problem = std::to_string(u) + " of " + std::to_string(tasks) +
+                           " chunks could not be registered (copied as pageable memory)";
+    return true;
+  }
+
+  /// Waits for all copies of the first `n` workers (also one whose event
+  /// could not be recorded) and unregisters their chunks; returns the first
+  /// error (never throws, so that no registration outlives the mapping).
+  cudaError_t release_mapped(unsigned n) noexcept {
+    cudaError_t first = cudaSuccess;
+    for (unsigned w = 0; w < n && w < workers_.size(); ++w) {
+      worker &k = *workers_[w];
+      const cudaError_t e =
+          RESPROJ_CUDA_TRY_NOTHROW(cudaStreamSynchronize(k.copies.get()));
+      if (first == cudaSuccess)
+        first = e;
+      for (auto &chunk : k.mapped) {
+        if (chunk == nullptr)
+          continue;
+        const cudaError_t u = RESPROJ_CUDA_TRY_NOTHROW(cudaHostUnregister(chunk));
+        if (first == cudaSuccess)
+          first = u;
+        chunk = nullptr;
+      }
+    }
+    return first;
   }
 
   /// cuFile transfer of the whole range. Returns false (with
@@ -435,10 +648,12 @@ private:
   file_io_options options_;
   int device_;
   std::mutex mutex_;
+  int map_support_ = 0; ///< 0 unknown, 1 yes, -1 no
   event start_;
   std::vector<std::unique_ptr<worker>> workers_;
   pinned_buffer<unsigned char> small_;
   event small_done_;
+  io::io_worker_pool pool_; ///< persistent workers (if options_.persistent_threads)
 };
 
 namespace detail {

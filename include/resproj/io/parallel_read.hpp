@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -48,6 +49,111 @@ namespace io {
 /// until the sink (source) call for that chunk has returned.
 using buffer_provider_fn = std::function<span<unsigned char>(unsigned worker_index)>;
 
+/// Persistent worker threads for repeated parallel transfers (the
+/// alternative to starting threads on every call). `run(n, fn)` calls
+/// `fn(0)` on the calling thread and `fn(1) ... fn(n - 1)` on pool threads
+/// (created when first needed and kept until destruction), and returns when
+/// all have returned. Calls of `run` on one pool are serialised; `fn` must
+/// not throw (wrap it). The destructor stops and joins the threads.
+class io_worker_pool {
+public:
+  io_worker_pool() = default;
+  io_worker_pool(const io_worker_pool &) = delete;
+  io_worker_pool &operator=(const io_worker_pool &) = delete;
+  ~io_worker_pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto &t : threads_)
+      t.join();
+  }
+
+  /// Threads started so far (never more than the largest `n - 1` asked for).
+  std::size_t threads() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return threads_.size();
+  }
+
+  /// Runs `fn(w)` for `w` in `[0, n)` as described above; blocks until done.
+  /// @throws std::system_error if a missing thread cannot be started (then
+  ///         `fn` has not been called).
+  template <class Fn> void run(unsigned n, Fn &fn) {
+    std::lock_guard<std::mutex> serial(run_mutex_);
+    if (n == 0)
+      return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (threads_.size() + 1 < n) {
+        const unsigned index = unsigned(threads_.size()) + 1;
+        threads_.emplace_back([this, index] { loop(index); });
+      }
+    }
+    auto call = [](void *f, unsigned w) { (*static_cast<Fn *>(f))(w); };
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &fn;
+      job_call_ = call;
+      job_workers_ = n;
+      pending_ = n - 1;
+      ++generation_;
+    }
+    if (n > 1)
+      wake_.notify_all();
+    fn(0u);
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+private:
+  void loop(unsigned index) {
+    std::uint64_t seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      seen = generation_; // a thread started for a job takes part in it
+      if (job_ != nullptr)
+        --seen;
+    }
+    for (;;) {
+      void *job = nullptr;
+      void (*call)(void *, unsigned) = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_)
+          return;
+        seen = generation_;
+        if (index >= job_workers_)
+          continue; // not needed this time
+        job = job_;
+        call = job_call_;
+      }
+      call(job, index);
+      bool last = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        last = --pending_ == 0;
+      }
+      if (last)
+        done_.notify_one();
+    }
+  }
+
+  mutable std::mutex mutex_;
+  std::mutex run_mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  std::vector<std::thread> threads_;
+  void *job_ = nullptr;
+  void (*job_call_)(void *, unsigned) = nullptr;
+  unsigned job_workers_ = 0;
+  unsigned pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
 /// Settings of `read_range` and `write_range`.
 struct parallel_io_options {
   /// Worker threads; 0 means `default_io_threads()`. The number actually used
@@ -59,6 +165,9 @@ struct parallel_io_options {
   /// Optional per-chunk buffer supplier. Empty: each worker reads into its
   /// own `std::vector` of `min(task_bytes, bytes)` bytes.
   buffer_provider_fn buffer_provider;
+  /// Optional persistent threads (not owned; must outlive the call). Null:
+  /// the workers other than the calling thread are started for each call.
+  io_worker_pool *pool = nullptr;
 };
 
 /// Parses a worker count as `RESPROJ_IO_THREADS` holds it: a decimal integer
@@ -249,45 +358,29 @@ inline pio_file pio_open_range(const std::string &path, std::uint64_t offset,
   return file;
 }
 
-/// Runs `chunk(worker, file_offset, buffer, n)` for every chunk of every task
-/// of `[offset, offset + bytes)` on `workers` threads (the calling thread when
-/// `workers == 1`); collects the first exception and rethrows it after every
-/// worker has stopped.
-template <class ChunkFn>
-void run_parallel_range(std::uint64_t offset, std::uint64_t bytes,
-                        const parallel_io_options &options, unsigned workers,
-                        ChunkFn &chunk) {
-  const std::uint64_t task_bytes = options.task_bytes;
-  const std::uint64_t num_tasks = io_task_count(bytes, task_bytes);
+/// Runs `task(worker, task_index)` for every task index in `[0, num_tasks)`
+/// on `workers` workers, which take the indices in order from a shared
+/// counter: worker 0 is the calling thread, the others are threads of `pool`
+/// (or threads started for this call when `pool` is null). Collects the first
+/// exception and rethrows it after every worker has stopped; the other
+/// workers stop before their next task, or inside a task when they poll
+/// `failed`. `task` is called as `task(unsigned w, std::uint64_t t, const
+/// std::atomic<bool>& failed)`.
+template <class TaskFn>
+void run_parallel_tasks(std::uint64_t num_tasks, unsigned workers, io_worker_pool *pool,
+                        TaskFn &task) {
   std::atomic<std::uint64_t> next_task{0};
   std::atomic<bool> failed{false};
   std::mutex error_mutex;
   std::exception_ptr first_error;
 
-  auto work = [&](unsigned w) {
+  auto work = [&](unsigned w) noexcept {
     try {
-      std::vector<unsigned char> own;
-      if (!options.buffer_provider)
-        own.resize(std::size_t(std::min<std::uint64_t>(task_bytes, bytes)));
       while (!failed.load(std::memory_order_relaxed)) {
         const std::uint64_t t = next_task.fetch_add(1, std::memory_order_relaxed);
         if (t >= num_tasks)
           break;
-        std::uint64_t pos = offset + t * task_bytes;
-        const std::uint64_t end = std::min(pos + task_bytes, offset + bytes);
-        while (pos < end && !failed.load(std::memory_order_relaxed)) {
-          span<unsigned char> buf = options.buffer_provider
-                                        ? options.buffer_provider(w)
-                                        : span<unsigned char>(own.data(), own.size());
-          if (buf.empty() || buf.data() == nullptr)
-            resproj::detail::throw_invalid("options.buffer_provider",
-                                           "returned an empty buffer for worker " +
-                                               std::to_string(w));
-          const std::size_t n =
-              std::size_t(std::min<std::uint64_t>(buf.size(), end - pos));
-          chunk(w, pos, buf.data(), n);
-          pos += n;
-        }
+        task(w, t, static_cast<const std::atomic<bool> &>(failed));
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex);
@@ -299,11 +392,13 @@ void run_parallel_range(std::uint64_t offset, std::uint64_t bytes,
 
   if (workers <= 1) {
     work(0);
+  } else if (pool != nullptr) {
+    pool->run(workers, work);
   } else {
     std::vector<std::thread> threads;
-    threads.reserve(workers);
+    threads.reserve(workers - 1);
     try {
-      for (unsigned w = 0; w < workers; ++w)
+      for (unsigned w = 1; w < workers; ++w)
         threads.emplace_back(work, w);
     } catch (...) {
       // Thread creation failed: stop and join the ones running, then report.
@@ -312,11 +407,48 @@ void run_parallel_range(std::uint64_t offset, std::uint64_t bytes,
         th.join();
       throw;
     }
+    work(0);
     for (auto &th : threads)
       th.join();
   }
   if (first_error)
     std::rethrow_exception(first_error);
+}
+
+/// Runs `chunk(worker, file_offset, buffer, n)` for every chunk of every task
+/// of `[offset, offset + bytes)` on `workers` workers (see
+/// `run_parallel_tasks`).
+template <class ChunkFn>
+void run_parallel_range(std::uint64_t offset, std::uint64_t bytes,
+                        const parallel_io_options &options, unsigned workers,
+                        ChunkFn &chunk) {
+  const std::uint64_t task_bytes = options.task_bytes;
+  const std::uint64_t num_tasks = io_task_count(bytes, task_bytes);
+  // Per-worker fallback buffers (only without a provider), allocated by the
+  // worker that uses them.
+  std::vector<std::vector<unsigned char>> own(options.buffer_provider ? 0 : workers);
+  auto task = [&](unsigned w, std::uint64_t t, const std::atomic<bool> &failed) {
+    std::uint64_t pos = offset + t * task_bytes;
+    const std::uint64_t end = std::min(pos + task_bytes, offset + bytes);
+    while (pos < end && !failed.load(std::memory_order_relaxed)) {
+      span<unsigned char> buf;
+      if (options.buffer_provider) {
+        buf = options.buffer_provider(w);
+      } else {
+        if (own[w].empty())
+          own[w].resize(std::size_t(std::min<std::uint64_t>(task_bytes, bytes)));
+        buf = span<unsigned char>(own[w].data(), own[w].size());
+      }
+      if (buf.empty() || buf.data() == nullptr)
+        resproj::detail::throw_invalid("options.buffer_provider",
+                                       "returned an empty buffer for worker " +
+                                           std::to_string(w));
+      const std::size_t n = std::size_t(std::min<std::uint64_t>(buf.size(), end - pos));
+      chunk(w, pos, buf.data(), n);
+      pos += n;
+    }
+  };
+  run_parallel_tasks(num_tasks, workers, options.pool, task);
 }
 
 } // namespace detail

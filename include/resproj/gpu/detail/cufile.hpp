@@ -52,11 +52,15 @@ enum class io_method {
   none,   ///< nothing was transferred (0 bytes)
   bounce, ///< parallel pread/pwrite through pinned bounce buffers
   gds,    ///< GPUDirect Storage (cuFile)
+  mapped, ///< page-cache DMA from a registered read-only file mapping
 };
 
-/// Name of a method: "none", "bounce" or "gds".
+/// Name of a method: "none", "bounce", "gds" or "mapped".
 constexpr const char *io_method_name(io_method m) noexcept {
-  return m == io_method::gds ? "gds" : m == io_method::bounce ? "bounce" : "none";
+  return m == io_method::gds      ? "gds"
+         : m == io_method::bounce ? "bounce"
+         : m == io_method::mapped ? "mapped"
+                                  : "none";
 }
 
 namespace detail {
