@@ -23,13 +23,17 @@
 //   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/.. TOF key with 11.25 / 2.8 degree
 //                                             direction cells (default 5.6)
 //
-// Kernel variants (gpu::tof_kernel_options, same results), suffixes:
-//   /vec-atomics   back projections: float2/float4 atomics for the two
+// Kernel variants (gpu::tof_kernel_options, same results): no suffix = the
+// library defaults (list-mode: sample-first forward, vector-atomic back;
+// sinogram: neither). Suffixes:
+//   /plain         list-mode: every lever off (the original kernels)
+//   /vec-atomics   sinogram back: float2/float4 atomics for the two
 //                  bilinear neighbours adjacent in memory
-//   /sample-first  list-mode forward: TOF weight only where the sample != 0
-//   /lockstep      list-mode: one thread per event, a warp's lanes walking
-//                  the union of their plane ranges in lock-step
-//   /all-levers    vec-atomics + sample-first; /all-levers+lockstep: all 3
+//   /lockstep      list-mode, defaults + one thread per event, a warp's
+//                  lanes walking the union of their plane ranges in lock-step
+//   /lockstep+warp-aggregate  list-mode back, lock-step with the lanes'
+//                  amounts for one voxel summed in the warp (one atomic each)
+//   /tpl:G         G threads per event (LOR)
 //
 // Timing: CUDA events around the work on its stream, UseManualTime, one
 // warm-up call before each timed loop, 5 repetitions, aggregates only: read
@@ -415,11 +419,12 @@ void bm_reorder(benchmark::State &state, bool order_only, lm_order order) {
 void register_all() {
   using benchmark::RegisterBenchmark;
   const gpu::launch_options automatic{};
-  const gpu::tof_kernel_options plain{};
-  gpu::tof_kernel_options vec_atomics, sample_first, lockstep;
-  vec_atomics.vector_atomics = true;
-  sample_first.sample_first = true;
+  const gpu::tof_kernel_options defaults{}, plain = gpu::tof_kernel_options::plain();
+  gpu::tof_kernel_options sino_vec = defaults, lockstep = defaults, aggregate = defaults;
+  sino_vec.sino_vector_atomics = true;
   lockstep.lockstep = true;
+  aggregate.lockstep = true;
+  aggregate.warp_aggregate = true;
   gpu::launch_options rows;
   rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
   rb::configure(
@@ -427,13 +432,13 @@ void register_all() {
   rb::configure(
       RegisterBenchmark("gpu/dmi-tof-subset/forward/rows", bm_subset_forward, rows));
   rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic, plain));
+      RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic, defaults));
   rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows, plain));
+      RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows, defaults));
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/vec-atomics",
-                                  bm_subset_back, rows, vec_atomics));
+                                  bm_subset_back, rows, sino_vec));
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/vec-atomics", bm_subset_back,
-                                  automatic, vec_atomics));
+                                  automatic, sino_vec));
   for (int g : {1, 4}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
@@ -441,9 +446,10 @@ void register_all() {
     rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/forward" + tpl).c_str(),
                                     bm_subset_forward, opt));
     rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back" + tpl).c_str(),
-                                    bm_subset_back, opt, plain));
+                                    bm_subset_back, opt, defaults));
   }
-  // List-mode: per event order, the default kernels, then each lever alone.
+  // List-mode: per event order, the default kernels, the plain ones (every
+  // lever off), lock-step, and lock-step with warp-aggregated atomics.
   const struct {
     lm_order order;
     const char *name;
@@ -459,49 +465,33 @@ void register_all() {
   for (const auto &o : orders) {
     const std::string n = o.name;
     rb::configure(RegisterBenchmark((n + "/forward").c_str(), bm_lm_forward, o.order,
+                                    automatic, defaults));
+    rb::configure(RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic,
+                                    defaults));
+    rb::configure(RegisterBenchmark((n + "/forward/plain").c_str(), bm_lm_forward,
+                                    o.order, automatic, plain));
+    rb::configure(RegisterBenchmark((n + "/back/plain").c_str(), bm_lm_back, o.order,
                                     automatic, plain));
-    rb::configure(
-        RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic, plain));
-    rb::configure(RegisterBenchmark((n + "/forward/sample-first").c_str(), bm_lm_forward,
-                                    o.order, automatic, sample_first));
-    rb::configure(RegisterBenchmark((n + "/back/vec-atomics").c_str(), bm_lm_back,
-                                    o.order, automatic, vec_atomics));
     rb::configure(RegisterBenchmark((n + "/forward/lockstep").c_str(), bm_lm_forward,
                                     o.order, automatic, lockstep));
     rb::configure(RegisterBenchmark((n + "/back/lockstep").c_str(), bm_lm_back, o.order,
                                     automatic, lockstep));
+    rb::configure(RegisterBenchmark((n + "/back/lockstep+warp-aggregate").c_str(),
+                                    bm_lm_back, o.order, automatic, aggregate));
   }
-  for (int g : {1, 2, 8}) {
+  for (int g : {1, 4}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
     const std::string tpl = "/tpl:" + std::to_string(g);
-    rb::configure(RegisterBenchmark(("gpu/dmi-tof-lm/forward" + tpl).c_str(),
-                                    bm_lm_forward, lm_order::random, opt, plain));
-    for (const auto &o : {orders[1], orders[2]}) {
+    for (const auto &o : orders) {
       const std::string n = o.name;
       rb::configure(RegisterBenchmark((n + "/forward" + tpl).c_str(), bm_lm_forward,
-                                      o.order, opt, plain));
+                                      o.order, opt, defaults));
       rb::configure(RegisterBenchmark((n + "/back" + tpl).c_str(), bm_lm_back, o.order,
-                                      opt, plain));
+                                      opt, defaults));
     }
   }
-  // Vector atomics and sample first together, without and with lock-step.
-  gpu::tof_kernel_options both = vec_atomics, all = vec_atomics;
-  both.sample_first = true;
-  all.sample_first = true;
-  all.lockstep = true;
-  for (const auto &o : orders) {
-    const std::string n = o.name;
-    rb::configure(RegisterBenchmark((n + "/forward/all-levers").c_str(), bm_lm_forward,
-                                    o.order, automatic, both));
-    rb::configure(RegisterBenchmark((n + "/back/all-levers").c_str(), bm_lm_back, o.order,
-                                    automatic, both));
-    rb::configure(RegisterBenchmark((n + "/forward/all-levers+lockstep").c_str(),
-                                    bm_lm_forward, o.order, automatic, all));
-    rb::configure(RegisterBenchmark((n + "/back/all-levers+lockstep").c_str(), bm_lm_back,
-                                    o.order, automatic, all));
-  }
-  // TOF key layouts (coarser / finer direction cells): plain and lock-step.
+  // TOF key layouts (coarser / finer direction cells), default kernels.
   const struct {
     lm_order order;
     const char *name;
@@ -510,13 +500,9 @@ void register_all() {
   for (const auto &o : layouts) {
     const std::string n = o.name;
     rb::configure(RegisterBenchmark((n + "/forward").c_str(), bm_lm_forward, o.order,
-                                    automatic, plain));
-    rb::configure(
-        RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic, plain));
-    rb::configure(RegisterBenchmark((n + "/forward/lockstep").c_str(), bm_lm_forward,
-                                    o.order, automatic, lockstep));
-    rb::configure(RegisterBenchmark((n + "/back/lockstep").c_str(), bm_lm_back, o.order,
-                                    automatic, lockstep));
+                                    automatic, defaults));
+    rb::configure(RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic,
+                                    defaults));
   }
 }
 

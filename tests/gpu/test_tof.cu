@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
@@ -177,16 +178,18 @@ TYPED_TEST(gpu_tof, matches_cpu) {
     const variant variants[] = {{0, false, 0},  {1, false, 0}, {4, false, 0},
                                 {32, false, 0}, {2, true, 0},  {1, false, 40},
                                 {8, false, 40}};
-    // Kernel variants (gpu::tof_kernel_options): default, and every lever on.
-    gpu::tof_kernel_options all_on;
-    all_on.vector_atomics = true;
-    all_on.sample_first = true;
-    gpu::tof_kernel_options lockstep, lockstep_all_on = all_on;
+    // Kernel variants (gpu::tof_kernel_options): plain, the defaults, every
+    // lever on, and the lock-step kernels with each atomic flavour.
+    const gpu::tof_kernel_options plain = gpu::tof_kernel_options::plain();
+    gpu::tof_kernel_options all_on, lockstep = plain, lockstep_default, aggregated;
+    all_on.sino_vector_atomics = true;
     lockstep.lockstep = true;
-    lockstep_all_on.lockstep = true;
+    lockstep_default.lockstep = true;
+    aggregated.lockstep = true;
+    aggregated.warp_aggregate = true;
     for (const variant &v : variants)
-      for (const gpu::tof_kernel_options &kv :
-           {gpu::tof_kernel_options{}, all_on, lockstep, lockstep_all_on}) {
+      for (const gpu::tof_kernel_options &kv : {plain, gpu::tof_kernel_options{}, all_on,
+                                                lockstep, lockstep_default, aggregated}) {
         gpu::launch_options opt;
         opt.threads_per_lor = v.tpl;
         opt.wide_index = v.wide;
@@ -196,7 +199,9 @@ TYPED_TEST(gpu_tof, matches_cpu) {
                                  ", rows " + std::to_string(v.rows) +
                                  (kv.vector_atomics ? ", vector atomics" : "") +
                                  (kv.sample_first ? ", sample first" : "") +
-                                 (kv.lockstep ? ", lock-step" : "");
+                                 (kv.lockstep ? ", lock-step" : "") +
+                                 (kv.sino_vector_atomics ? ", sino vector atomics" : "") +
+                                 (kv.warp_aggregate ? ", warp aggregate" : "");
         d_sino.fill(T(-1), s);
         gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, s);
         EXPECT_LT(relative_error(download(d_sino, s), cpu_sino, n * nb / 10000),
@@ -272,13 +277,12 @@ TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
                              s);
       const auto sino = download(d_sino, s);
       const auto lm = download(d_lm, s);
-      // Sample first adds the same terms in the same order: identical.
-      gpu::tof_kernel_options sample_first;
-      sample_first.sample_first = true;
+      // Sample first (the default) adds the same terms in the same order as
+      // weight first: identical.
       d_lm.fill(T(-1), s);
       gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
-                             sample_first, s);
-      EXPECT_EQ(download(d_lm, s), lm) << "sample first, bins " << c.num_bins;
+                             gpu::tof_kernel_options::plain(), s);
+      EXPECT_EQ(download(d_lm, s), lm) << "weight first, bins " << c.num_bins;
       if (tpl == 1) {
         // Warp lock-step: each lane adds its own planes in the same order as
         // one thread per event: identical.
@@ -295,6 +299,59 @@ TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
       EXPECT_LT(relative_error(lm, at_bin, 0), tolerance<T>::value)
           << "bins " << c.num_bins << ", tpl " << tpl;
     }
+  }
+}
+
+// Warp-aggregated atomics (lock-step back, tof_kernel_options::warp_aggregate)
+// with many lanes adding into the same voxels: runs of 1 to 40 copies of a
+// LOR (within a warp and across warp boundaries), bins alternating by one
+// inside a run, distinct values. Equals the CPU back projection and the
+// lock-step kernel with one atomic per lane (positive amounts: only the
+// rounding order of the sums differs).
+TYPED_TEST(gpu_tof, warp_aggregated_back_with_shared_voxels) {
+  using T = TypeParam;
+  for (std::size_t ci = 0; ci < std::size(cases); ++ci) {
+    const tof_case &c = cases[ci];
+    host_case<T> h(c, 3000, 300 + std::uint32_t(ci));
+    std::size_t k = 0;
+    for (std::size_t run = 0; k < h.n; ++run) {
+      const std::size_t len = 1 + (run * 7) % 40, src = run % h.n;
+      for (std::size_t r = 0; r < len && k < h.n; ++r, ++k) {
+        for (int a = 0; a < 3; ++a) {
+          h.starts[3 * k + a] = h.starts[3 * src + a];
+          h.ends[3 * k + a] = h.ends[3 * src + a];
+        }
+        h.bins[k] = std::int16_t(c.num_bins / 2 + int(r % 2));
+        if (!h.sigmas.empty()) {
+          h.sigmas[k] = h.sigmas[src];
+          h.offsets[k] = h.offsets[src];
+        }
+      }
+    }
+    std::vector<T> cpu_blm(h.image.size(), T(0));
+    rp::cpu::back_tof_lm<T>(rp::image_view<T>(cpu_blm.data(), h.g), h.lors(),
+                            h.bin_span(), h.tof,
+                            rp::span<const T>(h.lm_values.data(), h.n));
+    gpu::stream s;
+    device_case<T> d(h, s);
+    gpu::device_image<T> d_bp(h.g, s);
+    gpu::tof_kernel_options per_lane = gpu::tof_kernel_options::plain(), aggregated;
+    per_lane.lockstep = true;
+    aggregated.lockstep = true;
+    aggregated.warp_aggregate = true;
+    d_bp.zero(s);
+    gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(),
+                        gpu::launch_options{}, per_lane, s);
+    const auto ref = download(d_bp, s);
+    d_bp.zero(s);
+    gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(),
+                        gpu::launch_options{}, aggregated, s);
+    const auto got = download(d_bp, s);
+    EXPECT_GT(dot(got, got), 0.0) << "bins " << c.num_bins;
+    EXPECT_LT(relative_error(got, ref, 0), 10 * tolerance<T>::value)
+        << "aggregated vs per-lane atomics, bins " << c.num_bins;
+    EXPECT_LT(relative_error(got, cpu_blm, h.image.size()), 10 * tolerance<T>::value)
+        << "aggregated vs CPU, bins " << c.num_bins;
   }
 }
 

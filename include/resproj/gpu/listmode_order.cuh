@@ -16,6 +16,12 @@
 ///     ... project the sorted events; value k belongs to event perm[k]:
 ///     gpu::scatter_back<float>(sorted_values, perm.cspan(), values, s);
 ///
+/// For TOF events the TOF-aware order (the overloads that take the bins
+/// and TOF parameters) is the recommended one: on an H200 with
+/// dmi-tof-lm (1e7 events, default kernels) it beat the LOR-only key by
+/// 1.16x forward and 1.03x back. The overloads without bins cannot form
+/// that key and keep the LOR-only order (also right for non-TOF events).
+///
 /// Every call is asynchronous on the caller's stream, allocates nothing and
 /// is graph-capturable.
 #pragma once
@@ -375,7 +381,8 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
       });
 }
 
-/// TOF-aware locality order: as above, but the key also places each event
+/// TOF-aware locality order (recommended for TOF events): as above, but
+/// the key also places each event
 /// at the centre of its TOF bin on its LOR (direction, then a Z-order code
 /// of that point; see `listmode_tof_key`), so that events whose TOF
 /// windows overlap in space are adjacent. The order depends on the LORs,
