@@ -6,13 +6,22 @@
 //                            file (the bus limit)
 //   io/read/naive            std::ifstream into a pageable std::vector, then
 //                            one cudaMemcpy (warm cache)
-//   io/read/threads:N/task_mib:M  resproj device_file_io, N = 1, 2, 4, 8, 16
-//                            threads with 4 MiB tasks, and 8 threads with 1 and
-//                            16 MiB tasks (warm)
+//   io/read/default          resproj device_file_io with default options
+//                            (what a caller gets; warm page cache)
+//   io/read/bounce/threads:N/task_kib:K/buffers:B/pool:P
+//                            bounce path: N threads, K KiB tasks (= bounce
+//                            buffer size), B buffers per worker, persistent
+//                            workers (P = 1) or threads per call (P = 0)
+//   io/read/mapped/threads:N/chunk_mib:C/depth:D
+//                            page-cache DMA path: read-only registration of
+//                            the file mapping in C MiB chunks, D in flight per
+//                            worker; counter mapped = 1 if it ran (0 = it fell
+//                            back to bounce; the label says why)
 //   io/read-cold/pread       plain sequential pread into pinned memory, no
 //                            GPU copy, file dropped from the page cache
 //                            before each iteration (the disk's own rate)
-//   io/read-cold/resproj     resproj read (8 threads, 4 MiB), same cold cache
+//   io/read-cold/...         default, bounce (8 threads, 4 MiB: round 1's
+//                            setting) and mapped reads, same cold cache
 //   io/write/resproj         device -> file with resproj (into the page cache)
 //   io/write/naive           cudaMemcpy into a pageable vector + std::ofstream
 //
@@ -128,24 +137,70 @@ void bm_read_naive(benchmark::State &state) {
   });
 }
 
-void bm_read_resproj(benchmark::State &state, bool cold) {
+/// One read variant of the benchmark table.
+struct read_case {
+  bool defaults = false; ///< default options (the fields below are ignored)
+  gpu::read_path path = gpu::read_path::bounce;
+  unsigned threads = 8;
+  std::size_t task_kib = 1024;
+  unsigned buffers = 3;
+  bool pool = true;
+  std::size_t chunk_mib = 32;
+  unsigned depth = 2;
+
+  gpu::file_io_options options() const {
+    gpu::file_io_options o;
+    o.gds = gpu::gds_mode::bounce;
+    if (defaults)
+      return o;
+    o.reads = path;
+    o.threads = threads;
+    o.task_bytes = task_kib << 10;
+    o.buffers_per_worker = buffers;
+    o.persistent_threads = pool;
+    o.map_chunk_bytes = chunk_mib << 20;
+    o.map_depth = depth;
+    return o;
+  }
+  std::string name(const char *prefix) const {
+    std::string n = prefix;
+    if (defaults)
+      return n + "/default";
+    if (path == gpu::read_path::mapped)
+      return n + "/mapped/threads:" + std::to_string(threads) +
+             "/chunk_mib:" + std::to_string(chunk_mib) +
+             "/depth:" + std::to_string(depth);
+    return n + "/bounce/threads:" + std::to_string(threads) +
+           "/task_kib:" + std::to_string(task_kib) +
+           "/buffers:" + std::to_string(buffers) +
+           "/pool:" + std::to_string(pool ? 1 : 0);
+  }
+};
+
+void bm_read_resproj(benchmark::State &state, read_case c, bool cold) {
   rb::guarded(state, [&] {
     io_problem &p = problem();
-    gpu::file_io_options opt;
-    opt.threads = unsigned(state.range(0)); // 0: default
-    opt.task_bytes = std::size_t(state.range(1)) << 20;
-    opt.gds = gpu::gds_mode::bounce;
-    gpu::device_file_io io(opt);
-    unsigned threads = 0;
+    gpu::device_file_io io(c.options());
+    // Untimed first read (warm runs): pinned buffers, worker threads and
+    // streams are set up once per object, as in an application reading many
+    // files. Cold runs include that set-up (small next to the disk time).
+    gpu::file_io_result r;
+    if (!cold) {
+      r = io.read(p.path, 0, p.device, p.stream);
+      p.stream.synchronize();
+    }
     for (auto _ : state) {
       if (cold && !rb::drop_from_page_cache(p.path))
         throw resproj::io_error("cannot drop " + p.path + " from the page cache");
       const auto t0 = clock_type::now();
-      threads = io.read(p.path, 0, p.device, p.stream).threads;
+      r = io.read(p.path, 0, p.device, p.stream);
       p.stream.synchronize();
       state.SetIterationTime(seconds_since(t0));
     }
-    state.counters["threads"] = threads;
+    state.counters["threads"] = r.threads;
+    state.counters["mapped"] = r.method == gpu::io_method::mapped ? 1 : 0;
+    if (!r.map_problem.empty())
+      state.SetLabel(r.map_problem);
     finish(state, p.bytes);
   });
 }
@@ -230,26 +285,70 @@ void register_all() {
       ->Iterations(2)
       ->Repetitions(2)
       ->ReportAggregatesOnly(true);
-  for (int threads : {1, 2, 4, 8, 16})
-    io_defaults(RegisterBenchmark("io/read", bm_read_resproj, false))
-        ->ArgNames({"threads", "task_mib"})
-        ->Args({threads, 4})
+  std::vector<read_case> warm;
+  warm.push_back(read_case{true});
+  read_case b; // bounce: 8 threads, 1 MiB tasks, 3 buffers, persistent workers
+  for (unsigned t : {1u, 2u, 4u, 8u, 12u, 16u}) {
+    read_case c = b;
+    c.threads = t;
+    warm.push_back(c);
+  }
+  for (std::size_t kib : {256u, 512u, 2048u, 4096u}) {
+    read_case c = b;
+    c.task_kib = kib;
+    warm.push_back(c);
+  }
+  for (unsigned bufs : {2u, 4u}) {
+    read_case c = b;
+    c.buffers = bufs;
+    warm.push_back(c);
+  }
+  {
+    read_case c = b;
+    c.pool = false;
+    warm.push_back(c);
+    c = b;
+    c.threads = 16;
+    c.task_kib = 512;
+    warm.push_back(c);
+    c.task_kib = 256;
+    c.buffers = 4;
+    warm.push_back(c);
+  }
+  read_case m = b; // mapped: 8 threads, 32 MiB chunks, 2 in flight
+  m.path = gpu::read_path::mapped;
+  for (unsigned t : {4u, 8u, 16u}) {
+    read_case c = m;
+    c.threads = t;
+    warm.push_back(c);
+  }
+  for (std::size_t mib : {8u, 128u}) {
+    read_case c = m;
+    c.chunk_mib = mib;
+    warm.push_back(c);
+  }
+  {
+    read_case c = m;
+    c.depth = 4;
+    warm.push_back(c);
+  }
+  for (const read_case &c : warm)
+    io_defaults(RegisterBenchmark(c.name("io/read").c_str(), bm_read_resproj, c, false))
+        ->Iterations(3)
         ->Repetitions(3)
         ->ReportAggregatesOnly(true);
-  for (int task_mib : {1, 16}) // task (= bounce buffer) size at the default thread count
-    io_defaults(RegisterBenchmark("io/read", bm_read_resproj, false))
-        ->ArgNames({"threads", "task_mib"})
-        ->Args({8, task_mib})
-        ->Repetitions(3)
-        ->ReportAggregatesOnly(true);
+
   io_defaults(RegisterBenchmark("io/read-cold/pread", bm_read_cold_pread))
-      ->Iterations(3)
+      ->Iterations(2)
       ->Repetitions(1);
-  io_defaults(RegisterBenchmark("io/read-cold/resproj", bm_read_resproj, true))
-      ->ArgNames({"threads", "task_mib"})
-      ->Args({8, 4})
-      ->Iterations(3)
-      ->Repetitions(1);
+  read_case round1 = b; // round 1's setting, for comparison
+  round1.task_kib = 4096;
+  round1.buffers = 2;
+  for (const read_case &c : {read_case{true}, round1, m})
+    io_defaults(
+        RegisterBenchmark(c.name("io/read-cold").c_str(), bm_read_resproj, c, true))
+        ->Iterations(2)
+        ->Repetitions(1);
   io_defaults(RegisterBenchmark("io/write/resproj", bm_write_resproj))
       ->Iterations(2)
       ->Repetitions(1);
