@@ -13,6 +13,16 @@
 //                                        + 16-bit bins, resident on every
 //                                        device), TOF list-mode forward
 //   multi/dmi-tof-lm/back/devices:K      the same, back + sum of replicas
+//   multi/dmi-tof-lm/streamed-forward/devices:K
+//                                        the same 1e7 events as packed
+//                                        list-mode records (10 bytes each) in
+//                                        pinned host memory, streamed through
+//                                        a multi_device_streamer (one
+//                                        lor_streamer per device, 2^20 events
+//                                        per chunk) into a pinned host output
+//   multi/dmi-tof-lm/streamed-back/devices:K
+//                                        the same, back projection of host
+//                                        values + sum of the replicas
 //   multi/reduce/devices:K/method:M      the sum of K replicas alone
 //                                        (M = nccl, peer, host_staged)
 //
@@ -21,12 +31,21 @@
 // stream is joined into device 0's stream before the stop event, so the time
 // covers all devices (UseManualTime, 5 repetitions, read the `_median`
 // rows). items_per_second = LORs (events) per second. Back projections use
-// values all 1; the replicas are zeroed outside the timed region. Counters
-// devD_start_ms / devD_proj_end_ms / devD_end_ms: when device D's stream
-// became ready, finished its projection, and finished everything (sum
-// included), in ms from the start on the host's clock plus CUDA events of
-// that device (a serial host loop would show device 1 starting where
-// device 0 ends). After the runs, a table of speed-ups over one device.
+// values all 1; the replicas are zeroed outside the timed region.
+// Timeline counters, from CUDA events only (no host clock; each device's
+// durations from that device's own events): every stream waits for the
+// start event, then device D records `ready`, `proj_end` after its
+// projection and `end` after everything (the sum included).
+//   devD_busy_ms       ready -> end on device D
+//   devD_proj_ms       ready -> proj_end (the projection)
+//   devD_reduce_ms     proj_end -> end (the sum of the replicas, back only)
+//   devD_start_max_ms  latest time device D can have started after the
+//                      start event: total - devD_busy_ms (ready follows the
+//                      start event, end precedes the stop event)
+//   overlap            sum of the devices' busy times / total time: about K
+//                      when the K devices run at the same time, at most 1
+//                      for a serial host loop over the devices
+// After the runs, a table of speed-ups over one device.
 //
 // NCCL_NVLS_ENABLE defaults to 0 here (NVLink multicast off).
 // Without a CUDA device the program prints a message and exits with 0.
@@ -54,6 +73,7 @@
 #include "resproj/gpu/multi_device.cuh"
 #include "resproj/gpu/multi_device_projector.cuh"
 #include "resproj/gpu/multi_device_reduce.cuh"
+#include "resproj/gpu/multi_device_streamer.cuh"
 #include "resproj/scanner/dmi.hpp"
 #include "resproj/scanner/sinogram_source.hpp"
 
@@ -76,7 +96,8 @@ rp::tof_params<float> dmi_tof() {
 }
 
 constexpr std::size_t lm_events = 10000000;
-constexpr std::uint64_t lm_seed = 20261129; // the events of bench_gpu_tof
+constexpr std::size_t stream_chunk = std::size_t(1) << 20; // events per chunk
+constexpr std::uint64_t lm_seed = 20261129;                // the events of bench_gpu_tof
 constexpr int dmi_planes = 1296;
 
 /// Host tables shared by every device set (made once).
@@ -130,6 +151,24 @@ template <class T> rp::span<const T> cs(const std::vector<T> &v) {
   return rp::span<const T>(v.data(), v.size());
 }
 
+/// The list-mode events as packed records in pinned host memory, with a
+/// pinned output and pinned values (all 1) for the streamed benchmarks.
+struct host_stream_data {
+  gpu::pinned_buffer<rs::listmode_event> records;
+  gpu::pinned_buffer<float> out, ones;
+
+  explicit host_stream_data(const host_tables &h)
+      : records(lm_events), out(lm_events), ones(lm_events) {
+    rb::parallel_ranges(lm_events, [&](std::size_t first, std::size_t n) {
+      for (std::size_t i = first; i < first + n; ++i) {
+        records[i] = rs::listmode_event::make(
+            std::uint32_t(h.pairs[2 * i]), std::uint32_t(h.pairs[2 * i + 1]), h.bins[i]);
+        ones[i] = 1.0f;
+      }
+    });
+  }
+};
+
 /// What one device holds: tables, events, full-size outputs and ones
 /// (per-device arrays are indexed like the whole call).
 struct device_part {
@@ -172,6 +211,8 @@ struct multi_problem {
   std::vector<rp::span<float>> out, lm_out;
   std::vector<rp::span<const float>> ones, lm_ones;
   std::vector<rp::span<const std::int16_t>> bins;
+  std::vector<rp::span<const float>> detectors; // per device, for the streamer
+  std::unique_ptr<gpu::multi_device_streamer<float>> streamer; // made on first use
   // Timeline events (timing) per device: ready, projection done, all done.
   std::vector<gpu::event> ready, proj_end, end, join;
 
@@ -198,6 +239,7 @@ struct multi_problem {
       ones.push_back(p.ones.cspan());
       lm_ones.push_back(p.lm_ones.cspan());
       bins.push_back(p.bins.cspan());
+      detectors.push_back(p.detectors.cspan());
       ready.emplace_back(true);
       proj_end.emplace_back(true);
       end.emplace_back(true);
@@ -216,6 +258,7 @@ struct multi_problem {
 };
 
 std::unique_ptr<host_tables> g_host;
+std::unique_ptr<host_stream_data> g_stream;
 std::map<int, std::unique_ptr<multi_problem>> g_problems;
 
 multi_problem &problem(int k) {
@@ -234,13 +277,15 @@ void release_problems() noexcept {
   } catch (...) {
   }
   g_problems.clear();
+  g_stream.reset();
   g_host.reset();
 }
 
-/// Times `project` then `finish` (both enqueue on every stream of `p`), per
-/// iteration after `setup` and a full synchronisation; the stop event on
-/// device 0 follows every device's work. Sets the timeline counters of the
-/// last iteration.
+/// Times `project` then `finish` (both enqueue on every stream of `p`, or
+/// block the host), per iteration after `setup` and a full synchronisation;
+/// every stream waits for the start event (device 0) and the stop event
+/// (device 0) follows every device's work. Sets the timeline counters of
+/// the last iteration (see the file comment).
 template <class Setup, class Project, class Finish>
 void time_multi(benchmark::State &state, multi_problem &p, Setup &&setup,
                 Project &&project, Finish &&finish) {
@@ -248,16 +293,14 @@ void time_multi(benchmark::State &state, multi_problem &p, Setup &&setup,
   const gpu::stream_ref s0 = p.streams[0];
   const gpu::device_guard guard(p.devices.device(0));
   gpu::event start(true), stop(true);
-  auto once = [&](std::vector<double> &host_ready_ms) {
+  auto once = [&] {
     setup();
     p.streams.synchronize();
-    const auto t0 = std::chrono::steady_clock::now();
     start.record(s0);
     for (int i = 0; i < n; ++i) {
+      if (i > 0)
+        start.make_wait(p.streams[i]);
       p.ready[std::size_t(i)].record(p.streams[i]);
-      host_ready_ms[std::size_t(i)] =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-              .count();
     }
     project();
     for (int i = 0; i < n; ++i)
@@ -273,22 +316,26 @@ void time_multi(benchmark::State &state, multi_problem &p, Setup &&setup,
     stop.record(s0);
     stop.synchronize();
   };
-  std::vector<double> host_ready_ms(std::size_t(n), 0.0);
-  once(host_ready_ms); // warm-up
+  once(); // warm-up
   for (auto _ : state) {
-    once(host_ready_ms);
+    once();
     state.SetIterationTime(double(gpu::event::elapsed_ms(start, stop)) * 1e-3);
   }
+  const double total = double(gpu::event::elapsed_ms(start, stop));
+  double busy_sum = 0;
   for (int i = 0; i < n; ++i) {
     const std::size_t k = std::size_t(i);
     const std::string d = "dev" + std::to_string(i);
     p.end[k].synchronize();
-    state.counters[d + "_start_ms"] = host_ready_ms[k];
-    state.counters[d + "_proj_end_ms"] =
-        host_ready_ms[k] + double(gpu::event::elapsed_ms(p.ready[k], p.proj_end[k]));
-    state.counters[d + "_end_ms"] =
-        host_ready_ms[k] + double(gpu::event::elapsed_ms(p.ready[k], p.end[k]));
+    const double busy = double(gpu::event::elapsed_ms(p.ready[k], p.end[k]));
+    const double proj = double(gpu::event::elapsed_ms(p.ready[k], p.proj_end[k]));
+    busy_sum += busy;
+    state.counters[d + "_busy_ms"] = busy;
+    state.counters[d + "_proj_ms"] = proj;
+    state.counters[d + "_reduce_ms"] = busy - proj;
+    state.counters[d + "_start_max_ms"] = total - busy;
   }
+  state.counters["overlap"] = total > 0 ? busy_sum / total : 0.0;
 }
 
 gpu::launch_options plane_rows() {
@@ -341,6 +388,43 @@ void bm_lm(benchmark::State &state, bool back, int k) {
           [] {});
     }
     state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(lm_events));
+  });
+}
+
+/// dmi-tof-lm with the events in pinned host memory (packed records),
+/// streamed through every device at once; back includes the sum.
+void bm_lm_streamed(benchmark::State &state, bool back, int k) {
+  rb::guarded(state, [&] {
+    multi_problem &p = problem(k);
+    if (!g_stream)
+      g_stream = std::make_unique<host_stream_data>(*g_host);
+    if (!p.streamer)
+      p.streamer =
+          std::make_unique<gpu::multi_device_streamer<float>>(p.devices, stream_chunk);
+    auto &st = *p.streamer;
+    const auto tof = dmi_tof();
+    const auto records = g_stream->records.cspan();
+    if (back) {
+      auto &reducer = p.reducer(gpu::reduce_method::automatic);
+      time_multi(
+          state, p, [&] { p.image.zero(p.streams); },
+          [&] {
+            st.back_tof_lm(p.image, p.detectors, records, tof, g_stream->ones.cspan(),
+                           p.streams);
+          },
+          [&] { reducer.sum(p.image, p.streams); });
+    } else {
+      time_multi(
+          state, p, [] {},
+          [&] {
+            st.forward_tof_lm(p.image, p.detectors, records, tof, g_stream->out.span(),
+                              p.streams);
+          },
+          [] {});
+    }
+    state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(lm_events));
+    state.SetBytesProcessed(std::int64_t(state.iterations()) *
+                            std::int64_t(lm_events * sizeof(rs::listmode_event)));
   });
 }
 
@@ -411,6 +495,8 @@ void register_all(int max_devices) {
   add("multi/dmi-full/back", bm_full, true);
   add("multi/dmi-tof-lm/forward", bm_lm, false);
   add("multi/dmi-tof-lm/back", bm_lm, true);
+  add("multi/dmi-tof-lm/streamed-forward", bm_lm_streamed, false);
+  add("multi/dmi-tof-lm/streamed-back", bm_lm_streamed, true);
   for (int k : counts) {
     if (k == 1)
       continue;

@@ -18,6 +18,7 @@
 #include "resproj/gpu/multi_device.cuh"
 #include "resproj/gpu/multi_device_projector.cuh"
 #include "resproj/gpu/multi_device_reduce.cuh"
+#include "resproj/gpu/multi_device_streamer.cuh"
 #include "resproj/resproj.hpp"
 
 namespace {
@@ -514,6 +515,288 @@ TEST_F(multi_device, bad_arguments_are_rejected_before_any_work) {
         },
         "out[1]");
   }
+  streams.synchronize();
+}
+
+// ------------------------------------------------- host-resident LORs --
+
+// The host problem's events as host end points, packed records and values,
+// with per-LOR TOF widths for the calls that take them.
+struct host_lors {
+  std::vector<float> starts, ends, values, sino_values, sigmas;
+  std::vector<rs::listmode_event> records;
+  rp::tof_params<float> tof_lor; // tof with per-LOR sigmas
+
+  explicit host_lors(const host_problem &h) {
+    const std::size_t n = h.num_events, nb = std::size_t(h.tof.num_bins);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto a = std::size_t(h.pairs[2 * i]), b = std::size_t(h.pairs[2 * i + 1]);
+      for (std::size_t k = 0; k < 3; ++k) {
+        starts.push_back(h.detectors[3 * a + k]);
+        ends.push_back(h.detectors[3 * b + k]);
+      }
+      records.push_back(
+          rs::listmode_event::make(std::uint32_t(a), std::uint32_t(b), h.bins[i]));
+      values.push_back(0.5f + float(i % 13) / 13.f);
+      sigmas.push_back(18.f + float(i % 7));
+    }
+    for (std::size_t i = 0; i < n * nb; ++i)
+      sino_values.push_back(0.25f + float(i % 11) / 11.f);
+    tof_lor = h.tof;
+    tof_lor.sigmas = host_problem::cs(sigmas);
+  }
+  rp::lor_view<const float> lors() const {
+    return rp::lor_view<const float>(starts.data(), ends.data(), records.size());
+  }
+};
+
+// Results of the streamed calls: forward (pairs), TOF sinogram forward (end
+// points, per-LOR sigmas), TOF list-mode forward (records; end points and
+// bins), back (end points), TOF sinogram back (pairs), TOF list-mode back
+// (records; pairs and bins with per-LOR sigmas).
+struct streamed {
+  std::vector<float> fwd, fwd_tof, fwd_lm, fwd_lm_ep, back, back_tof, back_lm,
+      back_lm_pairs;
+};
+
+template <class T> rp::span<T> ms(std::vector<T> &v) {
+  return rp::span<T>(v.data(), v.size());
+}
+
+// Reference: one lor_streamer on device 0.
+streamed one_streamer(const host_problem &h, const host_lors &l) {
+  const gpu::device_guard guard(0);
+  gpu::stream s(0);
+  const device_problem p = h.upload(0, s);
+  gpu::device_image<float> img(h.geometry, s);
+  img.upload(host_problem::cs(h.image), s);
+  gpu::lor_streamer<float> st(4096);
+  const std::size_t n = h.num_events, nb = std::size_t(h.tof.num_bins);
+  const rp::detector_pairs<float> pairs(p.detectors.data(), p.detectors.size() / 3,
+                                        h.pairs.data(), n);
+  const auto det = p.detectors.cspan();
+  const auto rec = host_problem::cs(l.records);
+  streamed r;
+  r.fwd.resize(n);
+  r.fwd_tof.resize(n * nb);
+  r.fwd_lm.resize(n);
+  r.fwd_lm_ep.resize(n);
+  st.forward(img, pairs, ms(r.fwd), s);
+  st.forward_tof_sino(img, l.lors(), l.tof_lor, ms(r.fwd_tof), s);
+  st.forward_tof_lm(img, det, rec, h.tof, ms(r.fwd_lm), s);
+  st.forward_tof_lm(img, l.lors(), host_problem::cs(h.bins), h.tof, ms(r.fwd_lm_ep), s);
+  auto run = [&](auto &&project) {
+    img.zero(s);
+    project();
+    return download(img, s);
+  };
+  const auto v = host_problem::cs(l.values);
+  r.back = run([&] { st.back(img, l.lors(), v, s); });
+  r.back_tof = run(
+      [&] { st.back_tof_sino(img, pairs, h.tof, host_problem::cs(l.sino_values), s); });
+  r.back_lm = run([&] { st.back_tof_lm(img, det, rec, h.tof, v, s); });
+  r.back_lm_pairs =
+      run([&] { st.back_tof_lm(img, pairs, host_problem::cs(h.bins), l.tof_lor, v, s); });
+  return r;
+}
+
+// The same calls through a multi_device_streamer on `devices`, back
+// projections summed with a replica_reducer (into replica 0).
+streamed multi_streamer(const host_problem &h, const host_lors &l,
+                        const gpu::device_set &devices,
+                        const std::vector<double> &weights, std::size_t max_chunk) {
+  const int nd = devices.size();
+  gpu::stream_set streams(devices);
+  std::vector<device_problem> problems;
+  std::vector<rp::detector_pairs<float>> pairs;
+  std::vector<rp::span<const float>> det;
+  for (int i = 0; i < nd; ++i) {
+    problems.push_back(h.upload(devices.device(i), streams[i]));
+    const auto &p = problems.back();
+    pairs.emplace_back(p.detectors.data(), p.detectors.size() / 3, h.pairs.data(),
+                       h.num_events);
+    det.push_back(p.detectors.cspan());
+  }
+  gpu::replicated_image<float> img(devices, h.geometry, streams);
+  img.upload(host_problem::cs(h.image), streams);
+  gpu::replica_reducer<float> reducer(devices, h.geometry, streams);
+  gpu::multi_device_streamer<float> st(devices, max_chunk);
+  EXPECT_EQ(st.size(), nd);
+  EXPECT_EQ(st.streamer(nd - 1).device(), devices.device(nd - 1));
+  const std::size_t n = h.num_events, nb = std::size_t(h.tof.num_bins);
+  const auto rec = host_problem::cs(l.records);
+  streamed r;
+  r.fwd.resize(n);
+  r.fwd_tof.resize(n * nb);
+  r.fwd_lm_ep.resize(n);
+  gpu::pinned_buffer<float> pinned_out(n); // the direct (pinned) output path
+  st.forward(img, pairs, ms(r.fwd), streams, weights);
+  st.forward_tof_sino(img, l.lors(), l.tof_lor, ms(r.fwd_tof), streams, weights);
+  st.forward_tof_lm(img, det, rec, h.tof, pinned_out.span(), streams, weights);
+  r.fwd_lm.assign(pinned_out.begin(), pinned_out.end());
+  st.forward_tof_lm(img, l.lors(), host_problem::cs(h.bins), h.tof, ms(r.fwd_lm_ep),
+                    streams, weights);
+  auto run = [&](auto &&project) {
+    img.zero(streams);
+    project();
+    reducer.sum(img, streams, 0);
+    return download(img.replica(0), streams[0]);
+  };
+  const auto v = host_problem::cs(l.values);
+  r.back = run([&] { st.back(img, l.lors(), v, streams, weights); });
+  r.back_tof = run([&] {
+    st.back_tof_sino(img, pairs, h.tof, host_problem::cs(l.sino_values), streams,
+                     weights);
+  });
+  r.back_lm = run([&] { st.back_tof_lm(img, det, rec, h.tof, v, streams, weights); });
+  r.back_lm_pairs = run([&] {
+    st.back_tof_lm(img, pairs, host_problem::cs(h.bins), l.tof_lor, v, streams, weights);
+  });
+  streams.synchronize();
+  return r;
+}
+
+void expect_streamed_equal(const streamed &got, const streamed &ref, bool exact) {
+  const std::vector<std::pair<const std::vector<float> *, const std::vector<float> *>>
+      fwd = {{&got.fwd, &ref.fwd},
+             {&got.fwd_tof, &ref.fwd_tof},
+             {&got.fwd_lm, &ref.fwd_lm},
+             {&got.fwd_lm_ep, &ref.fwd_lm_ep}};
+  for (std::size_t k = 0; k < fwd.size(); ++k) {
+    ASSERT_EQ(fwd[k].first->size(), fwd[k].second->size()) << "forward " << k;
+    if (exact)
+      EXPECT_EQ(*fwd[k].first, *fwd[k].second) << "forward " << k;
+    else
+      EXPECT_LT(relative_error(*fwd[k].first, *fwd[k].second, 0), 1e-5)
+          << "forward " << k;
+  }
+  // The reference is not trivially zero (the comparison can fail).
+  double sum = 0;
+  for (const float x : ref.fwd_lm)
+    sum += double(x);
+  EXPECT_GT(sum, 0.0);
+  EXPECT_LT(relative_error(got.back, ref.back, 0), 2e-6);
+  EXPECT_LT(relative_error(got.back_tof, ref.back_tof, 0), 2e-6);
+  EXPECT_LT(relative_error(got.back_lm, ref.back_lm, 0), 2e-6);
+  EXPECT_LT(relative_error(got.back_lm_pairs, ref.back_lm_pairs, 0), 2e-6);
+}
+
+TEST_F(multi_device, streamed_host_lors_on_one_device_equal_the_lor_streamer) {
+  const host_problem h;
+  const host_lors l(h);
+  const streamed ref = one_streamer(h, l);
+  expect_streamed_equal(multi_streamer(h, l, gpu::device_set({0}), {}, 4096), ref, true);
+}
+
+TEST_F(multi_device, streamed_host_lors_on_every_device_equal_one_streamer) {
+  const host_problem h;
+  const host_lors l(h);
+  const streamed ref = one_streamer(h, l);
+  const gpu::device_set all = gpu::device_set::all();
+  // Several chunks per device (other chunks than the reference's, so the
+  // library may pick other threads per LOR: rounding only); equal and uneven
+  // shares (the last device takes the most).
+  std::vector<double> uneven;
+  for (int i = 0; i < all.size(); ++i)
+    uneven.push_back(double(i + 1));
+  {
+    SCOPED_TRACE("equal shares");
+    expect_streamed_equal(multi_streamer(h, l, all, {}, 3000), ref, false);
+  }
+  {
+    SCOPED_TRACE("uneven shares");
+    expect_streamed_equal(multi_streamer(h, l, all, uneven, 1777), ref, false);
+  }
+  if (all.size() < 2)
+    return;
+  // Every device but the first gets nothing: device 0 alone, through the
+  // set, in the reference's chunks (identical forward values).
+  std::vector<double> first_only(std::size_t(all.size()), 0.0);
+  first_only[0] = 1.0;
+  SCOPED_TRACE("first device only");
+  expect_streamed_equal(multi_streamer(h, l, all, first_only, 4096), ref, true);
+}
+
+TEST_F(multi_device, streamer_rejects_bad_arguments_before_any_work) {
+  const host_problem h;
+  const host_lors l(h);
+  const gpu::device_set devices = gpu::device_set::all();
+  const int n = devices.size();
+  gpu::stream_set streams(devices);
+  std::vector<device_problem> problems;
+  std::vector<rp::detector_pairs<float>> pairs;
+  std::vector<rp::span<const float>> det;
+  for (int i = 0; i < n; ++i) {
+    problems.push_back(h.upload(devices.device(i), streams[i]));
+    pairs.emplace_back(problems.back().detectors.data(),
+                       problems.back().detectors.size() / 3, h.pairs.data(),
+                       h.num_events);
+    det.push_back(problems.back().detectors.cspan());
+  }
+  gpu::replicated_image<float> img(devices, h.geometry, streams);
+  img.upload(host_problem::cs(h.image), streams);
+  gpu::multi_device_streamer<float> st(devices, 4096);
+  const float sentinel = -7.f;
+  std::vector<float> out(h.num_events, sentinel);
+  const auto o = ms(out);
+  const auto rec = host_problem::cs(l.records);
+  expect_invalid([&] { gpu::multi_device_streamer<float> x(devices, 0); }, "max_chunk");
+  expect_invalid([&] { st.forward(img, l.lors(), o.subspan(0, 10), streams); },
+                 "host_out");
+  std::vector<gpu::stream_ref> too_few(streams.refs().begin(), streams.refs().end() - 1);
+  expect_invalid([&] { st.forward(img, l.lors(), o, too_few); }, "streams");
+  expect_invalid(
+      [&] {
+        st.forward(img, l.lors(), o, streams, {1.0, -1.0, 1.0});
+      },
+      "weights");
+  // Device memory where host memory is required.
+  {
+    const gpu::device_guard guard(devices.device(0));
+    gpu::device_buffer<float> device_out(h.num_events, streams[0]);
+    expect_invalid([&] { st.forward(img, pairs, device_out.span(), streams); },
+                   "host_out");
+  }
+  auto device_pairs = pairs;
+  for (int i = 0; i < n; ++i)
+    device_pairs[std::size_t(i)].pairs = problems[0].pairs.data();
+  expect_invalid([&] { st.forward(img, device_pairs, o, streams); },
+                 "host_lors[0].pairs");
+  // Host memory where a resident detector table is required.
+  auto host_tables = pairs;
+  host_tables.back().detectors = h.detectors.data();
+  expect_invalid([&] { st.forward(img, host_tables, o, streams); },
+                 "host_lors[" + std::to_string(n - 1) + "].detectors");
+  auto no_tables = det;
+  no_tables.pop_back();
+  expect_invalid([&] { st.forward_tof_lm(img, no_tables, rec, h.tof, o, streams); },
+                 "detectors");
+  auto bad_tof = h.tof;
+  bad_tof.num_bins = 0;
+  expect_invalid([&] { st.forward_tof_lm(img, det, rec, bad_tof, o, streams); },
+                 "tof.num_bins");
+  expect_invalid(
+      [&] {
+        st.forward_tof_lm(img, l.lors(), host_problem::cs(h.bins).subspan(0, 5), h.tof, o,
+                          streams);
+      },
+      "host_bins");
+  // An image replicated on another set of devices.
+  const gpu::device_set first({devices.device(0)});
+  gpu::stream_set first_streams(first);
+  gpu::replicated_image<float> other(first, h.geometry, first_streams);
+  if (n > 1)
+    expect_invalid([&] { st.forward(other, l.lors(), o, streams); }, "image");
+  if (n > 1) {
+    // Device 1's table on device 0.
+    auto wrong = det;
+    wrong[1] = det[0];
+    expect_invalid([&] { st.forward(img, wrong, rec, o, streams); }, "detectors[1]");
+  }
+  // Nothing was written by the rejected calls.
+  for (const float x : out)
+    ASSERT_EQ(x, sentinel);
+  first_streams.synchronize();
   streams.synchronize();
 }
 
