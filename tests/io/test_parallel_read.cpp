@@ -424,6 +424,32 @@ TEST(io_worker_pool, threads_are_reused_and_run_waits_for_all) {
   EXPECT_EQ(first, second);
 }
 
+TEST(io_worker_pool, concurrent_callers_are_serialised) {
+  io::io_worker_pool pool;
+  std::atomic<int> inside{0};
+  std::atomic<int> overlap{0};
+  auto caller = [&](unsigned n) {
+    for (int rep = 0; rep < 50; ++rep) {
+      std::vector<std::atomic<int>> hits(n);
+      auto fn = [&](unsigned w) {
+        if (w == 0 && inside.fetch_add(1) != 0)
+          overlap.fetch_add(1);
+        hits[w].fetch_add(1);
+        if (w == 0)
+          inside.fetch_sub(1);
+      };
+      pool.run(n, fn);
+      for (unsigned w = 0; w < n; ++w)
+        ASSERT_EQ(hits[w].load(), 1);
+    }
+  };
+  std::thread a(caller, 3u), b(caller, 5u);
+  a.join();
+  b.join();
+  EXPECT_EQ(overlap.load(), 0);
+  io::io_worker_pool unused; // destroyed without ever running
+}
+
 TEST(parallel_read, persistent_pool_gives_identical_bytes_and_survives_errors) {
   TempDir dir;
   const std::string path = dir.file("data.bin");

@@ -22,7 +22,9 @@
 /// registrations in flight each. If the device or the kernel cannot register
 /// a file mapping, the read falls back to the bounce path
 /// (`file_io_result::method` says which ran, `map_problem` why). This path
-/// returns only after its copies have completed (the mapping goes away).
+/// returns only after its copies have completed (the mapping goes away). As
+/// with any mapped file, another process truncating the file during the read
+/// raises SIGBUS; use the bounce path for files that others may shorten.
 /// GPUDirect Storage (cuFile, loaded at run time) is used when available and
 /// allowed (`gds_mode`, see gpu/detail/cufile.hpp).
 ///
