@@ -33,18 +33,20 @@
 // rows). items_per_second = LORs (events) per second. Back projections use
 // values all 1; the replicas are zeroed outside the timed region.
 // Timeline counters, from CUDA events only (no host clock; each device's
-// durations from that device's own events): every stream waits for the
-// start event, then device D records `ready`, `proj_end` after its
+// times from that device's own events): every stream waits for the start
+// event (device 0), then device D records `ready`, `proj_end` after its
 // projection and `end` after everything (the sum included).
-//   devD_busy_ms       ready -> end on device D
-//   devD_proj_ms       ready -> proj_end (the projection)
+//   devD_start_max_ms  latest time device D's `ready` can follow the start
+//                      event: total - devD_busy_ms (`ready` follows the start
+//                      event, `end` precedes the stop event)
+//   devD_proj_ms       ready -> proj_end: when device D finished projecting
 //   devD_reduce_ms     proj_end -> end (the sum of the replicas, back only)
-//   devD_start_max_ms  latest time device D can have started after the
-//                      start event: total - devD_busy_ms (ready follows the
-//                      start event, end precedes the stop event)
-//   overlap            sum of the devices' busy times / total time: about K
-//                      when the K devices run at the same time, at most 1
-//                      for a serial host loop over the devices
+//   devD_busy_ms       ready -> end
+// Devices that work at the same time all finish their projection at about
+// the one-device time / K; a host loop that waits on each device in turn
+// would make device D finish at about (D + 1) times that. The streamed runs
+// block the host and work on the streamers' own streams: their counters span
+// the whole call on every device (read their speed-up instead).
 // After the runs, a table of speed-ups over one device.
 //
 // NCCL_NVLS_ENABLE defaults to 0 here (NVLink multicast off).
@@ -322,20 +324,17 @@ void time_multi(benchmark::State &state, multi_problem &p, Setup &&setup,
     state.SetIterationTime(double(gpu::event::elapsed_ms(start, stop)) * 1e-3);
   }
   const double total = double(gpu::event::elapsed_ms(start, stop));
-  double busy_sum = 0;
   for (int i = 0; i < n; ++i) {
     const std::size_t k = std::size_t(i);
     const std::string d = "dev" + std::to_string(i);
     p.end[k].synchronize();
     const double busy = double(gpu::event::elapsed_ms(p.ready[k], p.end[k]));
     const double proj = double(gpu::event::elapsed_ms(p.ready[k], p.proj_end[k]));
-    busy_sum += busy;
     state.counters[d + "_busy_ms"] = busy;
     state.counters[d + "_proj_ms"] = proj;
     state.counters[d + "_reduce_ms"] = busy - proj;
     state.counters[d + "_start_max_ms"] = total - busy;
   }
-  state.counters["overlap"] = total > 0 ? busy_sum / total : 0.0;
 }
 
 gpu::launch_options plane_rows() {
