@@ -55,7 +55,6 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "resproj/core/config.hpp"
@@ -71,6 +70,7 @@
 #include "resproj/gpu/pinned_buffer.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/io/dtype.hpp"
+#include "resproj/io/file_mapping.hpp"
 #include "resproj/io/listmode_file.hpp"
 #include "resproj/io/nifti.hpp"
 #include "resproj/io/npy.hpp"
@@ -149,30 +149,6 @@ struct posix_fd {
     return fd >= 0;
   }
 };
-
-/// Read-only shared mapping of a file range; unmapped on destruction.
-struct file_mapping {
-  unsigned char *base = nullptr;
-  std::size_t length = 0;
-  file_mapping() = default;
-  file_mapping(const file_mapping &) = delete;
-  file_mapping &operator=(const file_mapping &) = delete;
-  ~file_mapping() {
-    if (base != nullptr)
-      ::munmap(base, length);
-  }
-};
-
-/// The host page size (4096 if unknown).
-inline std::size_t host_page_size() noexcept {
-  const long p = ::sysconf(_SC_PAGESIZE);
-  return p > 0 ? std::size_t(p) : std::size_t(4096);
-}
-
-/// `n` rounded up to a multiple of `m` (> 0).
-constexpr std::size_t round_up(std::size_t n, std::size_t m) noexcept {
-  return (n + m - 1) / m * m;
-}
 
 } // namespace detail
 
@@ -483,20 +459,15 @@ private:
                    file_io_result &result) {
     if (!map_supported(result.map_problem))
       return false;
-    const std::size_t page = detail::host_page_size();
-    const std::uint64_t base_offset = offset - offset % page;
-    const std::size_t lead = std::size_t(offset - base_offset);
-    detail::file_mapping map;
-    void *p = ::mmap(nullptr, std::size_t(bytes) + lead, PROT_READ, MAP_SHARED, file.fd(),
-                     off_t(base_offset));
-    if (p == MAP_FAILED) {
-      result.map_problem = std::string("mmap failed: ") + std::strerror(errno);
+    const io::mapped_range_plan plan = io::plan_mapped_range(
+        offset, bytes, io::host_page_size(), options_.map_chunk_bytes);
+    const io::file_mapping map =
+        io::file_mapping::map(file.fd(), plan, result.map_problem);
+    if (map.empty())
       return false;
-    }
-    map.base = static_cast<unsigned char *>(p);
-    map.length = std::size_t(bytes) + lead;
     // Probe with one page: registering file mappings may be refused.
-    const cudaError_t probe = cudaHostRegister(map.base, page, cudaHostRegisterReadOnly);
+    const cudaError_t probe =
+        cudaHostRegister(map.data(), plan.page, cudaHostRegisterReadOnly);
     if (probe != cudaSuccess) {
       ::resproj::gpu::detail::discard_error(probe);
       result.map_problem =
@@ -504,13 +475,11 @@ private:
           cudaGetErrorString(probe);
       return false;
     }
-    RESPROJ_CUDA_TRY(cudaHostUnregister(map.base));
+    RESPROJ_CUDA_TRY(cudaHostUnregister(map.data()));
 
-    const std::size_t chunk = detail::round_up(options_.map_chunk_bytes, page);
-    const std::uint64_t tasks = io::io_task_count(map.length, chunk);
     const unsigned want =
         options_.threads == 0 ? io::default_io_threads() : options_.threads;
-    const unsigned n = unsigned(std::min<std::uint64_t>(want, tasks));
+    const unsigned n = unsigned(std::min<std::uint64_t>(want, plan.chunks));
     prepare_workers(n, stream, false);
     for (unsigned w = 0; w < n; ++w) {
       worker &k = *workers_[w];
@@ -535,25 +504,23 @@ private:
         unsigned char *old = std::exchange(k.mapped[slot], nullptr);
         RESPROJ_CUDA_TRY(cudaHostUnregister(old));
       }
-      const std::size_t begin = std::size_t(t) * chunk;
-      const std::size_t end = std::min(begin + chunk, map.length);
-      unsigned char *src = map.base + begin;
-      const cudaError_t reg = cudaHostRegister(src, detail::round_up(end - begin, page),
+      const io::mapped_chunk c = plan.chunk(t);
+      unsigned char *base = map.data();
+      const cudaError_t reg = cudaHostRegister(base + c.map_begin, c.register_bytes,
                                                cudaHostRegisterReadOnly);
       if (reg == cudaSuccess) {
-        k.mapped[slot] = src;
+        k.mapped[slot] = base + c.map_begin;
       } else { // copied as pageable memory (staged by the driver): still correct
         ::resproj::gpu::detail::discard_error(reg);
         unpinned.fetch_add(1, std::memory_order_relaxed);
       }
-      const std::size_t skip = t == 0 ? lead : 0;
-      RESPROJ_CUDA_TRY(cudaMemcpyAsync(out + (begin + skip - lead), src + skip,
-                                       end - begin - skip, cudaMemcpyHostToDevice,
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(out + c.dst_offset, base + c.copy_from,
+                                       c.copy_bytes, cudaMemcpyHostToDevice,
                                        k.copies.get()));
       k.mapped_done[slot].record(k.copies);
     };
     try {
-      io::detail::run_parallel_tasks(tasks, n, pool_options().pool, task);
+      io::detail::run_parallel_tasks(plan.chunks, n, pool_options().pool, task);
     } catch (...) {
       (void)release_mapped(n);
       throw;
@@ -566,7 +533,7 @@ private:
     result.method = io_method::mapped;
     result.threads = n;
     if (const unsigned u = unpinned.load())
-      result.map_problem = std::to_string(u) + " of " + std::to_string(tasks) +
+      result.map_problem = std::to_string(u) + " of " + std::to_string(plan.chunks) +
                            " chunks could not be registered (copied as pageable memory)";
     return true;
   }
