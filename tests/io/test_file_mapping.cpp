@@ -98,13 +98,22 @@ TEST(file_mapping, chunks_of_a_real_mapping_reassemble_the_file_range) {
       EXPECT_TRUE(problem.empty());
       EXPECT_EQ(map.size(), plan.map_length);
       std::string out(std::size_t(bytes), '\0');
+      std::string per_chunk(std::size_t(bytes), '\0');
       for (std::uint64_t t = 0; t < plan.chunks; ++t) {
         const auto c = plan.chunk(t);
         std::memcpy(&out[std::size_t(c.dst_offset)], map.data() + c.copy_from,
                     c.copy_bytes);
+        // The same chunk through its own mapping (as the device path does).
+        const io::file_mapping cm =
+            io::file_mapping::map_chunk(file.fd(), plan, c, problem);
+        ASSERT_FALSE(cm.empty()) << problem;
+        ASSERT_EQ(cm.size(), c.register_bytes);
+        std::memcpy(&per_chunk[std::size_t(c.dst_offset)],
+                    cm.data() + (c.copy_from - c.map_begin), c.copy_bytes);
       }
       ASSERT_EQ(out, data.substr(std::size_t(offset), std::size_t(bytes)))
           << "offset " << offset << " chunk " << chunk;
+      ASSERT_EQ(per_chunk, out) << "offset " << offset << " chunk " << chunk;
     }
 }
 
@@ -129,6 +138,9 @@ TEST(file_mapping, sees_later_writes_and_reports_mmap_failure) {
   std::string why;
   const io::file_mapping bad = io::file_mapping::map(-1, plan, why);
   EXPECT_TRUE(bad.empty());
+  EXPECT_NE(why.find("mmap failed"), std::string::npos) << why;
+  why.clear();
+  EXPECT_TRUE(io::file_mapping::map_chunk(-1, plan, plan.chunk(0), why).empty());
   EXPECT_NE(why.find("mmap failed"), std::string::npos) << why;
   std::string none;
   EXPECT_TRUE(

@@ -222,7 +222,7 @@ public:
     }
 
     if (options_.reads == read_path::mapped &&
-        mapped_read(file, offset, out, bytes, stream, result))
+        mapped_read(path, file, offset, out, bytes, stream, result))
       return result;
 
     io::parallel_io_options po = pool_options();
@@ -334,8 +334,11 @@ private:
     event finished;                                    ///< end of this call's copies
     unsigned next = 0;
     unsigned current = 0;
-    std::vector<unsigned char *> mapped; ///< registered chunk per slot, or null
-    std::vector<event> mapped_done;      ///< last copy from mapped[i]
+    /// Mapped path: per slot, the chunk's mapping, whether it is registered,
+    /// and the end of its copy.
+    std::vector<io::file_mapping> mapped;
+    std::vector<char> registered;
+    std::vector<event> mapped_done;
     unsigned mapped_next = 0;
     explicit worker(int device) : copies(device) {}
   };
@@ -454,28 +457,32 @@ private:
   /// Page-cache DMA read of the whole range (see the file comment). Returns
   /// false, with `result.map_problem`, when it cannot be used (nothing has
   /// been copied then); throws as `read` otherwise.
-  bool mapped_read(const io::detail::pio_file &file, std::uint64_t offset,
-                   unsigned char *out, std::uint64_t bytes, stream_ref stream,
-                   file_io_result &result) {
+  bool mapped_read(const std::string &path, const io::detail::pio_file &file,
+                   std::uint64_t offset, unsigned char *out, std::uint64_t bytes,
+                   stream_ref stream, file_io_result &result) {
     if (!map_supported(result.map_problem))
       return false;
     const io::mapped_range_plan plan = io::plan_mapped_range(
         offset, bytes, io::host_page_size(), options_.map_chunk_bytes);
-    const io::file_mapping map =
-        io::file_mapping::map(file.fd(), plan, result.map_problem);
-    if (map.empty())
-      return false;
-    // Probe with one page: registering file mappings may be refused.
-    const cudaError_t probe =
-        cudaHostRegister(map.data(), plan.page, cudaHostRegisterReadOnly);
-    if (probe != cudaSuccess) {
-      ::resproj::gpu::detail::discard_error(probe);
-      result.map_problem =
-          std::string("cudaHostRegister(read-only) of a file mapping failed: ") +
-          cudaGetErrorString(probe);
-      return false;
+    {
+      // Probe with the first page: registering file mappings may be refused.
+      io::mapped_chunk first = plan.chunk(0);
+      first.register_bytes = plan.page;
+      const io::file_mapping probe_map =
+          io::file_mapping::map_chunk(file.fd(), plan, first, result.map_problem);
+      if (probe_map.empty())
+        return false;
+      const cudaError_t probe =
+          cudaHostRegister(probe_map.data(), plan.page, cudaHostRegisterReadOnly);
+      if (probe != cudaSuccess) {
+        ::resproj::gpu::detail::discard_error(probe);
+        result.map_problem =
+            std::string("cudaHostRegister(read-only) of a file mapping failed: ") +
+            cudaGetErrorString(probe);
+        return false;
+      }
+      RESPROJ_CUDA_TRY(cudaHostUnregister(probe_map.data()));
     }
-    RESPROJ_CUDA_TRY(cudaHostUnregister(map.data()));
 
     const unsigned want =
         options_.threads == 0 ? io::default_io_threads() : options_.threads;
@@ -484,7 +491,8 @@ private:
     for (unsigned w = 0; w < n; ++w) {
       worker &k = *workers_[w];
       while (k.mapped.size() < options_.map_depth) {
-        k.mapped.push_back(nullptr);
+        k.mapped.emplace_back();
+        k.registered.push_back(0);
         k.mapped_done.emplace_back();
       }
       k.mapped_next = 0;
@@ -499,24 +507,34 @@ private:
       worker &k = *workers_[w];
       const unsigned slot = k.mapped_next;
       k.mapped_next = (slot + 1) % options_.map_depth;
-      if (k.mapped[slot] != nullptr) { // the slot's previous copy must be done
+      if (!k.mapped[slot].empty()) { // the slot's previous copy must be done
         k.mapped_done[slot].synchronize();
-        unsigned char *old = std::exchange(k.mapped[slot], nullptr);
-        RESPROJ_CUDA_TRY(cudaHostUnregister(old));
+        if (k.registered[slot]) {
+          k.registered[slot] = 0;
+          RESPROJ_CUDA_TRY(cudaHostUnregister(k.mapped[slot].data()));
+        }
+        k.mapped[slot] = io::file_mapping(); // unmapped here, in parallel
       }
+      // Each chunk has its own mapping, so that mapping and unmapping (page
+      // table set-up and tear-down) are spread over the workers.
       const io::mapped_chunk c = plan.chunk(t);
-      unsigned char *base = map.data();
-      const cudaError_t reg = cudaHostRegister(base + c.map_begin, c.register_bytes,
-                                               cudaHostRegisterReadOnly);
+      std::string problem;
+      k.mapped[slot] = io::file_mapping::map_chunk(file.fd(), plan, c, problem);
+      if (k.mapped[slot].empty())
+        throw io_error("resproj: " + path + ": " + problem + " at offset " +
+                       std::to_string(plan.map_offset + c.map_begin));
+      unsigned char *base = k.mapped[slot].data();
+      const cudaError_t reg =
+          cudaHostRegister(base, c.register_bytes, cudaHostRegisterReadOnly);
       if (reg == cudaSuccess) {
-        k.mapped[slot] = base + c.map_begin;
+        k.registered[slot] = 1;
       } else { // copied as pageable memory (staged by the driver): still correct
         ::resproj::gpu::detail::discard_error(reg);
         unpinned.fetch_add(1, std::memory_order_relaxed);
       }
-      RESPROJ_CUDA_TRY(cudaMemcpyAsync(out + c.dst_offset, base + c.copy_from,
-                                       c.copy_bytes, cudaMemcpyHostToDevice,
-                                       k.copies.get()));
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(out + c.dst_offset,
+                                       base + (c.copy_from - c.map_begin), c.copy_bytes,
+                                       cudaMemcpyHostToDevice, k.copies.get()));
       k.mapped_done[slot].record(k.copies);
     };
     try {
@@ -525,7 +543,25 @@ private:
       (void)release_mapped(n);
       throw;
     }
-    const cudaError_t err = release_mapped(n);
+    // The last chunks are released by the workers too (in parallel); the
+    // pass on this thread then only checks (and releases what a worker could
+    // not).
+    std::atomic<int> released{cudaSuccess};
+    auto release = [&](unsigned, std::uint64_t w, const std::atomic<bool> &) {
+      cudaError_t e = RESPROJ_CUDA_TRY_NOTHROW(cudaSetDevice(device_));
+      if (e == cudaSuccess)
+        e = release_mapped(*workers_[std::size_t(w)]);
+      int none = cudaSuccess;
+      if (e != cudaSuccess)
+        released.compare_exchange_strong(none, int(e));
+    };
+    try {
+      io::detail::run_parallel_tasks(n, n, pool_options().pool, release);
+    } catch (...) { // only thread creation can fail here
+    }
+    cudaError_t err = release_mapped(n);
+    if (err == cudaSuccess)
+      err = cudaError_t(released.load());
     if (err != cudaSuccess)
       ::resproj::gpu::detail::throw_cuda_error(
           err, "mapped read: copy or cudaHostUnregister", __FILE__, __LINE__);
@@ -538,25 +574,31 @@ private:
     return true;
   }
 
-  /// Waits for all copies of the first `n` workers (also one whose event
-  /// could not be recorded) and unregisters their chunks; returns the first
-  /// error (never throws, so that no registration outlives the mapping).
+  /// Waits for all copies of worker `k` (also one whose event could not be
+  /// recorded), unregisters and unmaps its chunks; returns the first error
+  /// (never throws, so that no registration outlives its mapping).
+  static cudaError_t release_mapped(worker &k) noexcept {
+    cudaError_t first = RESPROJ_CUDA_TRY_NOTHROW(cudaStreamSynchronize(k.copies.get()));
+    for (std::size_t i = 0; i < k.mapped.size(); ++i) {
+      if (k.registered[i]) {
+        const cudaError_t u =
+            RESPROJ_CUDA_TRY_NOTHROW(cudaHostUnregister(k.mapped[i].data()));
+        if (first == cudaSuccess)
+          first = u;
+        k.registered[i] = 0;
+      }
+      k.mapped[i] = io::file_mapping();
+    }
+    return first;
+  }
+
+  /// `release_mapped` for the first `n` workers, on the calling thread.
   cudaError_t release_mapped(unsigned n) noexcept {
     cudaError_t first = cudaSuccess;
     for (unsigned w = 0; w < n && w < workers_.size(); ++w) {
-      worker &k = *workers_[w];
-      const cudaError_t e =
-          RESPROJ_CUDA_TRY_NOTHROW(cudaStreamSynchronize(k.copies.get()));
+      const cudaError_t e = release_mapped(*workers_[w]);
       if (first == cudaSuccess)
         first = e;
-      for (auto &chunk : k.mapped) {
-        if (chunk == nullptr)
-          continue;
-        const cudaError_t u = RESPROJ_CUDA_TRY_NOTHROW(cudaHostUnregister(chunk));
-        if (first == cudaSuccess)
-          first = u;
-        chunk = nullptr;
-      }
     }
     return first;
   }

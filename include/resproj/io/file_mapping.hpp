@@ -130,6 +130,26 @@ public:
     return m;
   }
 
+  /// Maps the `c.register_bytes` bytes (whole pages) of chunk `c` of `plan`
+  /// of the open file `fd`; the chunk's bytes to copy then start at
+  /// `data() + (c.copy_from - c.map_begin)`. Returns an empty mapping and
+  /// sets `problem` if `mmap` fails.
+  static file_mapping map_chunk(int fd, const mapped_range_plan &plan,
+                                const mapped_chunk &c, std::string &problem) {
+    file_mapping m;
+    if (c.register_bytes == 0)
+      return m;
+    void *p = ::mmap(nullptr, c.register_bytes, PROT_READ, MAP_SHARED, fd,
+                     off_t(plan.map_offset + c.map_begin));
+    if (p == MAP_FAILED) {
+      problem = std::string("mmap failed: ") + std::strerror(errno);
+      return m;
+    }
+    m.base_ = static_cast<unsigned char *>(p);
+    m.length_ = c.register_bytes;
+    return m;
+  }
+
   unsigned char *data() const noexcept { return base_; }
   std::size_t size() const noexcept { return length_; }
   bool empty() const noexcept { return base_ == nullptr; }
