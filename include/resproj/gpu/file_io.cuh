@@ -13,14 +13,14 @@
 /// Workers are persistent threads of the object (`persistent_threads`) or
 /// started per call.
 ///
-/// Page-cache DMA ("mapped") read path, `read_path::mapped`: the file range
-/// is mapped read-only (`mmap`, `MAP_SHARED`) and registered with the driver
-/// (`cudaHostRegister(..., cudaHostRegisterReadOnly)`) in chunks of
-/// `map_chunk_bytes`, and the copies go straight from the page cache to the
-/// device (one copy instead of `pread`'s copy plus the DMA). Workers
-/// register, copy and unregister their chunks with up to `map_depth`
-/// registrations in flight each. If the device or the kernel cannot register
-/// a file mapping, the read falls back to the bounce path
+/// Page-cache DMA ("mapped") read path, `read_path::mapped`: the range is
+/// split into chunks of `map_chunk_bytes` (see io/file_mapping.hpp); a
+/// worker maps each chunk read-only (`mmap`, `MAP_SHARED`), registers it
+/// with the driver (`cudaHostRegister(..., cudaHostRegisterReadOnly)`) and
+/// copies it straight from the page cache to the device (one copy instead of
+/// `pread`'s copy plus the DMA), with up to `map_depth` chunks in flight
+/// before it unregisters and unmaps the oldest. If the device or the kernel cannot
+/// register a file mapping, the read falls back to the bounce path
 /// (`file_io_result::method` says which ran, `map_problem` why). This path
 /// returns only after its copies have completed (the mapping goes away). As
 /// with any mapped file, another process truncating the file during the read

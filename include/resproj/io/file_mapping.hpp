@@ -116,18 +116,7 @@ public:
   /// `plan.map_offset`. Returns an empty mapping and sets `problem` (the
   /// system's reason) if `mmap` fails; an empty plan maps nothing.
   static file_mapping map(int fd, const mapped_range_plan &plan, std::string &problem) {
-    file_mapping m;
-    if (plan.map_length == 0)
-      return m;
-    void *p = ::mmap(nullptr, plan.map_length, PROT_READ, MAP_SHARED, fd,
-                     off_t(plan.map_offset));
-    if (p == MAP_FAILED) {
-      problem = std::string("mmap failed: ") + std::strerror(errno);
-      return m;
-    }
-    m.base_ = static_cast<unsigned char *>(p);
-    m.length_ = plan.map_length;
-    return m;
+    return map_bytes(fd, plan.map_offset, plan.map_length, problem);
   }
 
   /// Maps the `c.register_bytes` bytes (whole pages) of chunk `c` of `plan`
@@ -136,18 +125,7 @@ public:
   /// sets `problem` if `mmap` fails.
   static file_mapping map_chunk(int fd, const mapped_range_plan &plan,
                                 const mapped_chunk &c, std::string &problem) {
-    file_mapping m;
-    if (c.register_bytes == 0)
-      return m;
-    void *p = ::mmap(nullptr, c.register_bytes, PROT_READ, MAP_SHARED, fd,
-                     off_t(plan.map_offset + c.map_begin));
-    if (p == MAP_FAILED) {
-      problem = std::string("mmap failed: ") + std::strerror(errno);
-      return m;
-    }
-    m.base_ = static_cast<unsigned char *>(p);
-    m.length_ = c.register_bytes;
-    return m;
+    return map_bytes(fd, plan.map_offset + c.map_begin, c.register_bytes, problem);
   }
 
   unsigned char *data() const noexcept { return base_; }
@@ -155,6 +133,21 @@ public:
   bool empty() const noexcept { return base_ == nullptr; }
 
 private:
+  static file_mapping map_bytes(int fd, std::uint64_t file_offset, std::size_t length,
+                                std::string &problem) {
+    file_mapping m;
+    if (length == 0)
+      return m;
+    void *p = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, off_t(file_offset));
+    if (p == MAP_FAILED) {
+      problem = std::string("mmap failed: ") + std::strerror(errno);
+      return m;
+    }
+    m.base_ = static_cast<unsigned char *>(p);
+    m.length_ = length;
+    return m;
+  }
+
   void unmap() noexcept {
     if (base_ != nullptr)
       ::munmap(base_, length_);
