@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "common/bench_support.hpp"
+#include "common/gpu_main.cuh"
 #include "common/io_bench_file.hpp"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_buffer.cuh"
@@ -357,45 +358,9 @@ void register_all() {
       ->Repetitions(1);
 }
 
-class counting_reporter : public benchmark::ConsoleReporter {
-public:
-  void ReportRuns(const std::vector<Run> &runs) override {
-    for (const Run &r : runs)
-      if (rb::run_failed(r, 0))
-        ++failed_;
-    ConsoleReporter::ReportRuns(runs);
-  }
-  int failed() const { return failed_; }
-
-private:
-  int failed_ = 0;
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
-  const bool list_only = rb::lists_only(argc, argv);
-  if (!rb::initialize_with_defaults(argc, argv))
-    return 1;
-  if (gpu::device_count() == 0 && !list_only) {
-    std::printf("no CUDA device: GPU benchmarks skipped\n");
-    return 0;
-  }
-  int exit_code = 0;
-  try {
-    register_all();
-    counting_reporter reporter;
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    if (reporter.failed() > 0) {
-      std::printf("\n%d benchmark run(s) reported an error\n", reporter.failed());
-      exit_code = 2;
-    }
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "bench_gpu_io: %s\n", e.what());
-    exit_code = 1;
-  }
-  std::fflush(stdout);
-  problem_holder.reset();
-  benchmark::Shutdown();
-  return exit_code;
+  return rb::gpu_main(argc, argv, "bench_gpu_io", register_all,
+                      [] { problem_holder.reset(); });
 }
