@@ -16,6 +16,7 @@
 #include "resproj/gpu/multi_device.cuh"
 #include "resproj/gpu/multi_device_projector.cuh"
 #include "resproj/gpu/multi_device_reduce.cuh"
+#include "resproj/gpu/multi_device_streamer.cuh"
 #include "resproj/gpu/pinned_buffer.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
