@@ -188,6 +188,19 @@ struct listmode_data {
   std::size_t count() const { return bins.size(); }
 };
 
+/// Offsets (S + 1) of `n` events grouped into S = `num_subsets` subsets
+/// as `group_by_subset` does (event i in subset i mod S).
+/// @throws resproj::invalid_argument ("num_subsets") unless >= 1.
+inline std::vector<std::size_t> subset_offsets(std::size_t n, int num_subsets) {
+  if (num_subsets < 1)
+    resproj::detail::throw_invalid("num_subsets", "must be >= 1");
+  const std::size_t S = std::size_t(num_subsets), q = n / S, r = n % S;
+  std::vector<std::size_t> offset(S + 1);
+  for (std::size_t s = 0; s <= S; ++s)
+    offset[s] = s * q + std::min(s, r);
+  return offset;
+}
+
 /// Reorders acquisition-order events so that event i goes to subset
 /// i mod `num_subsets` (stable within a subset). Returns the permutation
 /// (`new index -> acquisition index`).
@@ -198,13 +211,10 @@ inline std::vector<std::size_t> group_by_subset(listmode_data &d, int num_subset
   const std::size_t n = d.count(), S = std::size_t(num_subsets);
   std::vector<std::size_t> perm;
   perm.reserve(n);
-  d.offset.assign(S + 1, 0);
-  for (std::size_t s = 0; s < S; ++s) {
-    d.offset[s] = perm.size();
+  d.offset = subset_offsets(n, num_subsets);
+  for (std::size_t s = 0; s < S; ++s)
     for (std::size_t i = s; i < n; i += S)
       perm.push_back(i);
-  }
-  d.offset[S] = n;
   listmode_data r;
   r.offset = d.offset;
   r.pairs.resize(2 * n);

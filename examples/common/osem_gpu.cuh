@@ -4,13 +4,17 @@
 /// is queued on one stream (projections from resproj::gpu, the ratio and
 /// the update as Thrust transforms with the formulas of osem.hpp), so
 /// nothing leaves the GPU between subsets. Also the GPU sensitivity image
-/// (sinogram-described LORs, attenuation by forward projection) and the
-/// per-event corrections of list-mode data. Needs nvcc.
+/// (sinogram-described LORs, attenuation by forward projection), the
+/// per-event corrections of list-mode data, the one-time reorder per subset
+/// and `gpu_listmode_problem`, the list-mode loader (file -> device ->
+/// validated, grouped, reordered events with corrections and sensitivity)
+/// with a phase-by-phase timing table. Needs nvcc.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <thrust/execution_policy.h>
@@ -21,8 +25,12 @@
 #include <thrust/tuple.h>
 
 #include "osem.hpp"
+#include "phases.hpp"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/event.cuh"
+#include "resproj/gpu/file_io.cuh"
+#include "resproj/gpu/listmode_events.cuh"
 #include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
@@ -131,25 +139,28 @@ struct device_scan {
 /// Sensitivity images on the GPU, one per subset of `sc` (or their sum):
 /// for each subset, m = scale * eff * eff * exp(-A mu) over its LORs
 /// (derived from the sinogram description, no LOR arrays), back
-/// projected. `work` must hold the largest subset's LOR count. Queued on
-/// `s`; no synchronisation.
+/// projected (`launch_options::rows` = planes: a warp's lanes take
+/// neighbouring planes). `work` must hold the largest subset's LOR count.
+/// Queued on `s`; no synchronisation.
 inline void gpu_sensitivity(const scan &sc, const device_scan &ds,
                             const gpu::device_image<float> &mu,
                             const gpu::device_buffer<float> &efficiency, float scale,
                             gpu::device_buffer<float> &work,
                             std::vector<gpu::device_image<float> *> out,
                             gpu::stream_ref s) {
+  gpu::launch_options opt;
+  opt.rows = std::size_t(sc.layout.num_planes()); // neighbouring planes per warp
   for (auto *img : out)
     img->buffer().zero(s);
   for (int k = 0; k < sc.num_subsets(); ++k) {
     const auto src = ds.source(sc, k);
     const auto q = work.span().subspan(0, src.count);
-    gpu::forward<float>(mu.cview(), src, q, s);
+    gpu::forward<float>(mu.cview(), src, q, opt, s);
     detail::transform_indexed(
         q.data(), q.size(),
         detail::correction_op<detail::sinogram_pair>{{src}, efficiency.data(), scale}, s);
     gpu::device_image<float> &target = *out[out.size() == 1 ? 0 : std::size_t(k)];
-    gpu::back<float>(target, src, resproj::span<const float>(q.data(), q.size()), s);
+    gpu::back<float>(target, src, resproj::span<const float>(q.data(), q.size()), opt, s);
   }
 }
 
@@ -171,21 +182,36 @@ inline void gpu_event_corrections(const gpu::device_buffer<float> &detectors,
       s);
 }
 
+/// Kernel variants of the OSEM list-mode projections, chosen explicitly
+/// (measured on dmi with TOF-key ordered events): the forward reads the
+/// image sample first and adds with vector atomics...
+inline gpu::tof_kernel_options osem_forward_variant() {
+  gpu::tof_kernel_options o;
+  o.sample_first = true;
+  o.vector_atomics = true;
+  return o;
+}
+/// ... and the back projection also walks a warp's planes in lock-step.
+inline gpu::tof_kernel_options osem_back_variant() {
+  gpu::tof_kernel_options o = osem_forward_variant();
+  o.lockstep = true;
+  return o;
+}
+
 /// Reorders the events of every subset once, on the GPU, for memory
-/// locality of the projections (gpu/listmode_order.cuh): pairs, bins, m
-/// and a are permuted in place within each subset `[offset[k],
-/// offset[k+1])`; `permutation[offset[k] + j]` is the position within the
-/// subset that event j of the reordered subset came from (for mapping
-/// per-event results back with gpu::scatter_back). One-time set-up:
-/// allocates its workspace; queued on `s`, synchronises at the end.
-inline void order_subsets(const resproj::image_geometry &geometry,
-                          const std::vector<std::size_t> &offset,
-                          const gpu::device_buffer<float> &detectors,
-                          gpu::device_buffer<std::int32_t> &pairs,
-                          gpu::device_buffer<std::int16_t> &bins,
-                          gpu::device_buffer<float> &m, gpu::device_buffer<float> &a,
-                          gpu::device_buffer<std::uint32_t> &permutation,
-                          gpu::stream_ref s) {
+/// locality of the projections (gpu/listmode_order.cuh; the TOF-aware key
+/// when `tof.num_bins > 0`): pairs and bins are permuted in place within
+/// each subset `[offset[k], offset[k+1])`; `permutation[offset[k] + j]` is
+/// the position within the subset that event j of the reordered subset
+/// came from (for mapping per-event results back with gpu::scatter_back).
+/// Per-event corrections are computed after the reorder. One-time set-up:
+/// allocates its workspace (stream-ordered, freed in stream order); queued
+/// on `s`, no synchronisation.
+inline void order_subsets(
+    const resproj::image_geometry &geometry, const resproj::tof_params<float> &tof,
+    const std::vector<std::size_t> &offset, const gpu::device_buffer<float> &detectors,
+    gpu::device_buffer<std::int32_t> &pairs, gpu::device_buffer<std::int16_t> &bins,
+    gpu::device_buffer<std::uint32_t> &permutation, gpu::stream_ref s) {
   std::size_t nmax = 0;
   for (std::size_t k = 0; k + 1 < offset.size(); ++k)
     nmax = std::max(nmax, offset[k + 1] - offset[k]);
@@ -193,7 +219,7 @@ inline void order_subsets(const resproj::image_geometry &geometry,
     return;
   const std::size_t bytes = gpu::listmode_order_workspace_bytes(nmax);
   gpu::device_buffer<unsigned char> work(bytes, s);
-  gpu::device_buffer<float> starts(3 * nmax, s), ends(3 * nmax, s), tf(nmax, s);
+  gpu::device_buffer<float> starts(3 * nmax, s), ends(3 * nmax, s);
   gpu::device_buffer<std::uint64_t> tp(nmax, s);
   gpu::device_buffer<std::int16_t> tb(nmax, s);
   auto copy = [&](void *dst, const void *src, std::size_t n) {
@@ -207,22 +233,20 @@ inline void order_subsets(const resproj::image_geometry &geometry,
                        detail::event_end_points{detectors.data(), pairs.data() + 2 * o,
                                                 starts.data(), ends.data()});
     const auto perm = permutation.span().subspan(o, n);
-    gpu::listmode_order<float>(
-        geometry, resproj::lor_view<const float>(starts.data(), ends.data(), n), perm,
-        work.data(), bytes, s);
+    const resproj::lor_view<const float> lors(starts.data(), ends.data(), n);
+    const resproj::span<const std::int16_t> kbins(bins.data() + o, n);
+    if (tof.num_bins > 0)
+      gpu::listmode_order<float>(geometry, lors, kbins, tof, perm, work.data(), bytes, s);
+    else
+      gpu::listmode_order<float>(geometry, lors, perm, work.data(), bytes, s);
     const resproj::span<const std::uint32_t> cperm(perm.data(), n);
     // Pairs as one 64-bit element per event (offset 8 * o bytes: aligned).
     auto *p64 = reinterpret_cast<std::uint64_t *>(pairs.data() + 2 * o);
     gpu::gather<std::uint64_t>({p64, n}, cperm, tp.span().subspan(0, n), s);
     copy(p64, tp.data(), n * sizeof(std::uint64_t));
-    gpu::gather<std::int16_t>({bins.data() + o, n}, cperm, tb.span().subspan(0, n), s);
+    gpu::gather<std::int16_t>(kbins, cperm, tb.span().subspan(0, n), s);
     copy(bins.data() + o, tb.data(), n * sizeof(std::int16_t));
-    for (gpu::device_buffer<float> *v : {&m, &a}) {
-      gpu::gather<float>({v->data() + o, n}, cperm, tf.span().subspan(0, n), s);
-      copy(v->data() + o, tf.data(), n * sizeof(float));
-    }
   }
-  s.synchronize(); // the workspace is freed on return
 }
 
 /// GPU backend of `osem` for (TOF) list-mode data grouped by subset. The
@@ -241,6 +265,8 @@ struct gpu_listmode_backend {
   gpu::device_image<float> x, g, sens;
   gpu::device_buffer<float> q;
   gpu::launch_options opt;
+  gpu::tof_kernel_options forward_variant = osem_forward_variant();
+  gpu::tof_kernel_options back_variant = osem_back_variant();
 
   /// @param sensitivity total sensitivity (device); each subset uses 1/S of it
   /// @param x0 start image (host)
@@ -291,7 +317,8 @@ struct gpu_listmode_backend {
   void forward(int k) {
     const auto out = q.span().subspan(0, count(k));
     if (tof.num_bins > 0)
-      gpu::forward_tof_lm<float>(x.cview(), lors(k), bins_of(k), tof, out, opt, s);
+      gpu::forward_tof_lm<float>(x.cview(), lors(k), bins_of(k), tof, out, opt,
+                                 forward_variant, s);
     else
       gpu::forward<float>(x.cview(), lors(k), out, opt, s);
   }
@@ -305,7 +332,8 @@ struct gpu_listmode_backend {
     g.buffer().zero(s);
     const resproj::span<const float> v(q.data(), count(k));
     if (tof.num_bins > 0)
-      gpu::back_tof_lm<float>(g, lors(k), bins_of(k), tof, v, opt, s);
+      gpu::back_tof_lm<float>(g.view(), lors(k), bins_of(k), tof, v, opt, back_variant,
+                              s);
     else
       gpu::back<float>(g, lors(k), v, opt, s);
   }
@@ -434,13 +462,39 @@ inline tof_profiler gpu_tof_profiler(const scan &sc, const device_scan &ds,
   };
 }
 
-/// A TOF list-mode reconstruction's resident data, set up on the GPU from
-/// host events grouped by subset (`group_by_subset`) and the corrections:
-/// uploads the events, computes the per-event m (efficiencies x
-/// attenuation along each event) and a (background / TOF bins), the total
-/// sensitivity image with attenuation (from the sinogram description),
-/// and reorders each subset once for locality. Set-up allocates; it ends
-/// with a synchronisation. `backend(x0)` then runs OSEM resident.
+namespace detail {
+/// Scatters event i of the acquisition (pair as one 64-bit element, bin)
+/// to its place when grouped by subset (`group_by_subset`: subset i mod S,
+/// position i / S within it; subset s starts at s * (n / S) + min(s, n % S)).
+struct group_scatter {
+  const std::uint64_t *pairs_in;
+  const std::int16_t *bins_in;
+  std::uint64_t *pairs_out;
+  std::int16_t *bins_out;
+  std::size_t n, S;
+  __device__ void operator()(std::size_t i) const {
+    const std::size_t s = i % S, q = n / S, r = n % S;
+    const std::size_t k = s * q + (s < r ? s : r) + i / S;
+    pairs_out[k] = pairs_in[i];
+    bins_out[k] = bins_in[i];
+  }
+};
+} // namespace detail
+
+/// A TOF list-mode reconstruction's resident data, set up on the GPU: the
+/// events grouped by subset (`group_by_subset`) and reordered once per
+/// subset for locality (TOF-aware key), the per-event m (efficiencies x
+/// attenuation along each event, by forward projection of the mu-map) and
+/// a (background / TOF bins), and the total sensitivity image with
+/// attenuation (from the sinogram description; computed on a second
+/// stream while the events are read and prepared). Set-up allocates and
+/// ends with a synchronisation. `backend(x0)` then runs OSEM resident.
+///
+/// Two ways in: host events already grouped (tests), or the list-mode file
+/// read straight into device memory (`gpu/file_io.cuh`), split, validated
+/// and grouped on the GPU -- the one loader of the demo and bench_osem.
+/// With a `phase_table`, each set-up phase is timed on the host (the
+/// stream is synchronised at every phase boundary).
 struct gpu_listmode_problem {
   const scan &sc;
   const device_scan &ds;
@@ -453,36 +507,165 @@ struct gpu_listmode_problem {
   gpu::device_image<float> mu, sensitivity;
   gpu::device_buffer<std::uint32_t> permutation;
 
+  /// From host events grouped by subset (`lm.offset`).
   /// @throws resproj::invalid_argument ("lm") if the events are not grouped.
   gpu_listmode_problem(const scan &scan_, const device_scan &dscan,
                        const listmode_data &lm, const corrections &c,
                        const resproj::tof_params<float> &tof_, gpu::stream_ref stream,
-                       bool reorder = true)
+                       bool reorder = true, phase_table *phases = nullptr)
       : sc(scan_), ds(dscan), s(stream), tof(tof_), offset(lm.offset),
-        pairs(detail::upload(lm.pairs, s)), bins(detail::upload(lm.bins, s)),
-        m(lm.count(), s), a(lm.count(), s), efficiency(detail::upload(c.efficiency, s)),
-        mu(sc.image, s), sensitivity(sc.image, s), permutation(lm.count(), s) {
-    if (offset.size() < 2 || offset.back() != lm.count())
+        efficiency(detail::upload(c.efficiency, s)), mu(sc.image, s),
+        sensitivity(sc.image, s) {
+    if (offset.size() < 2 || offset.back() != lm.count() ||
+        lm.pairs.size() != 2 * lm.count())
       resproj::detail::throw_invalid("lm", "events not grouped by subset");
-    mu.upload(resproj::span<const float>(c.mu.data(), c.mu.size()), s);
-    a.fill(tof.num_bins > 0 ? c.background / float(tof.num_bins) : c.background, s);
-    gpu_event_corrections(ds.detectors, pairs, mu, efficiency, c.scale, m, s);
-    std::size_t maxc = 0;
-    for (int k = 0; k < sc.num_subsets(); ++k)
-      maxc = std::max(maxc, sc.subset_count(k));
-    {
-      gpu::device_buffer<float> work(maxc, s);
-      gpu_sensitivity(sc, ds, mu, efficiency, c.scale, work, {&sensitivity}, s);
-      s.synchronize();
-    }
-    if (reorder)
-      order_subsets(sc.image, offset, ds.detectors, pairs, bins, m, a, permutation, s);
-    s.synchronize();
+    prepare(c, reorder, phases, [&](stopwatch &w) {
+      pairs = detail::upload(lm.pairs, s);
+      bins = detail::upload(lm.bins, s);
+      mark(phases, w, "upload", "upload events (host -> device)", double(lm.count()),
+           "events");
+    });
   }
+
+  /// From the list-mode file `path` (10-byte records, io/listmode_file.hpp),
+  /// read into device memory through `io`, then split, validated against
+  /// the scanner and `tof` and grouped into `sc.num_subsets()` subsets on
+  /// the GPU. Nothing passes through host arrays.
+  /// @throws resproj::io_error if the file cannot be read, is damaged or
+  ///         holds events outside the scanner or the TOF bins.
+  gpu_listmode_problem(const scan &scan_, const device_scan &dscan,
+                       gpu::device_file_io &io, const std::string &path,
+                       const corrections &c, const resproj::tof_params<float> &tof_,
+                       gpu::stream_ref stream, phase_table *phases = nullptr)
+      : sc(scan_), ds(dscan), s(stream), tof(tof_),
+        efficiency(detail::upload(c.efficiency, s)), mu(sc.image, s),
+        sensitivity(sc.image, s) {
+    prepare(c, true, phases, [&](stopwatch &w) { load(io, path, phases, w); });
+  }
+
   /// A backend over this data starting from `x0` (host).
   gpu_listmode_backend backend(const std::vector<float> &x0) const {
     return gpu_listmode_backend(sc, offset, ds.detectors, pairs, bins, m, a, tof,
                                 sensitivity, x0, s);
+  }
+  std::size_t count() const { return offset.empty() ? 0 : offset.back(); }
+
+private:
+  void mark(phase_table *phases, stopwatch &w, const char *key, const char *name,
+            double items = 0, const char *item_name = "") {
+    if (!phases)
+      return;
+    s.synchronize();
+    phases->add(key, name, w.lap(), items, item_name);
+  }
+
+  /// Reads, splits, validates and groups the events of `path`.
+  void load(gpu::device_file_io &io, const std::string &path, phase_table *phases,
+            stopwatch &w) {
+    std::size_t n = 0;
+    gpu::device_buffer<std::int32_t> acq_pairs;
+    gpu::device_buffer<std::int16_t> acq_bins;
+    {
+      const auto records = gpu::read_listmode_to_device(io, path, s);
+      n = records.size();
+      mark(phases, w, "read", "read file -> device", double(n), "events");
+      if (n == 0)
+        throw resproj::io_error("resproj: " + path + ": no events");
+      const resproj::span<const resproj::scanner::listmode_event> rec(records.data(), n);
+      const std::size_t bytes = gpu::validate_events_workspace_bytes(n);
+      gpu::device_buffer<unsigned char> ws(bytes, s);
+      gpu::device_buffer<resproj::scanner::event_check_result> check(1, s);
+      gpu::validate_events(rec, std::int64_t(sc.num_detectors()), tof.num_bins, ws.data(),
+                           bytes, check.data(), s);
+      acq_pairs = gpu::device_buffer<std::int32_t>(2 * n, s);
+      acq_bins = gpu::device_buffer<std::int16_t>(n, s);
+      gpu::split_events(rec, acq_pairs.span(), acq_bins.span(), s);
+      resproj::scanner::event_check_result r;
+      check.copy_to_host(&r, 1, 0, s);
+      s.synchronize(); // the events index tables: check them before any use
+      if (r.num_invalid > 0)
+        throw resproj::io_error("resproj: " + path + ": " +
+                                std::to_string(r.num_invalid) +
+                                " events outside the scanner or the TOF bins (first: " +
+                                std::to_string(r.first_invalid) + ")");
+    } // records freed (stream-ordered)
+    offset = subset_offsets(n, sc.num_subsets());
+    pairs = gpu::device_buffer<std::int32_t>(2 * n, s);
+    bins = gpu::device_buffer<std::int16_t>(n, s);
+    thrust::for_each_n(
+        detail::on(s), thrust::counting_iterator<std::size_t>(0), n,
+        detail::group_scatter{reinterpret_cast<const std::uint64_t *>(acq_pairs.data()),
+                              acq_bins.data(),
+                              reinterpret_cast<std::uint64_t *>(pairs.data()),
+                              bins.data(), n, std::size_t(sc.num_subsets())});
+    mark(phases, w, "split", "split, validate, group by subset", double(n), "events");
+  }
+
+  /// `load_events` (fills pairs, bins, offset), reorder, corrections.
+  template <class Load>
+  void prepare_events(const corrections &c, bool reorder, phase_table *phases,
+                      stopwatch &w, Load &load_events) {
+    load_events(w);
+    const std::size_t n = count();
+    m = gpu::device_buffer<float>(n, s);
+    a = gpu::device_buffer<float>(n, s);
+    permutation = gpu::device_buffer<std::uint32_t>(n, s);
+    if (reorder) {
+      order_subsets(sc.image, tof, offset, ds.detectors, pairs, bins, permutation, s);
+      mark(phases, w, "reorder",
+           tof.num_bins > 0 ? "reorder per subset (TOF key)" : "reorder per subset",
+           double(n), "events");
+    }
+    gpu_event_corrections(ds.detectors, pairs, mu, efficiency, c.scale, m, s);
+    a.fill(tof.num_bins > 0 ? c.background / float(tof.num_bins) : c.background, s);
+    mark(phases, w, "corr", "per-event corrections (attenuation, eff.)", double(n),
+         "events");
+  }
+
+  /// The common set-up: sensitivity on a second stream, `load_events`
+  /// (fills pairs, bins, offset), reorder, per-event corrections, join.
+  template <class Load>
+  void prepare(const corrections &c, bool reorder, phase_table *phases,
+               Load &&load_events) {
+    stopwatch w;
+    if (c.mu.size() != mu.size())
+      resproj::detail::throw_invalid("c.mu", "size does not match the image");
+    if (c.efficiency.size() != sc.num_detectors())
+      resproj::detail::throw_invalid("c.efficiency", "one per detector needed");
+    mu.upload(resproj::span<const float>(c.mu.data(), c.mu.size()), s);
+    // Sensitivity on its own stream, overlapping the event preparation.
+    gpu::stream side;
+    gpu::event ready, t0(true), t1(true);
+    ready.record(s);
+    ready.make_wait(side);
+    t0.record(side);
+    {
+      std::size_t maxc = 0;
+      for (int k = 0; k < sc.num_subsets(); ++k)
+        maxc = std::max(maxc, sc.subset_count(k));
+      gpu::device_buffer<float> work(maxc, side);
+      gpu_sensitivity(sc, ds, mu, efficiency, c.scale, work, {&sensitivity}, side);
+    } // work freed in the side stream's order
+    t1.record(side);
+    mark(phases, w, "mu", "mu-map upload, sensitivity queued");
+
+    try {
+      prepare_events(c, reorder, phases, w, load_events);
+    } catch (...) {
+      side.synchronize(); // the sensitivity kernels still use members
+      throw;
+    }
+    t1.make_wait(s);
+    s.synchronize();
+    if (phases) {
+      phases->add("sens_wait", "wait for the sensitivity", w.lap());
+      std::size_t lors = 0;
+      for (int k = 0; k < sc.num_subsets(); ++k)
+        lors += sc.subset_count(k);
+      phases->add("sens", "sensitivity with attenuation (2nd stream)",
+                  1e-3 * double(gpu::event::elapsed_ms(t0, t1)), double(lors), "LORs",
+                  true);
+    }
   }
 };
 

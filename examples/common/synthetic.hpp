@@ -243,11 +243,15 @@ inline void listmode_corrections(const scan &sc, const corrections &c,
 }
 
 /// The total sensitivity image with attenuation on the CPU: for every
-/// subset of `sc`, m = the corrections of its LORs (attenuation by forward
+/// subset of `sc` (or only the first `num_subsets`, for timing at a
+/// smaller size), m = the corrections of its LORs (attenuation by forward
 /// projection of `c.mu`), back projected and summed.
-inline std::vector<float> cpu_sensitivity(const scan &sc, const corrections &c) {
+inline std::vector<float> cpu_sensitivity(const scan &sc, const corrections &c,
+                                          int num_subsets = -1) {
+  const int used =
+      num_subsets < 0 ? sc.num_subsets() : std::min(num_subsets, sc.num_subsets());
   std::vector<float> sens(std::size_t(sc.image.num_voxels()), 0.f), m;
-  for (int s = 0; s < sc.num_subsets(); ++s) {
+  for (int s = 0; s < used; ++s) {
     const std::size_t k = sc.subset_count(s);
     m.resize(k);
     resproj::cpu::forward<float>(detail::cview_of(c.mu, sc.image), sc.source(s),

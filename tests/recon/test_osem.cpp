@@ -1,14 +1,20 @@
 // OSEM / MLEM of the examples (examples/common) on a small scanner, CPU
 // backend: likelihood and error monotonicity, one-subset OSEM == MLEM,
-// sinogram == list-mode reconstruction of the same events, bad input.
+// sinogram == list-mode reconstruction of the same events, bad input; the
+// host list-mode loader, subset offsets and the phase table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "common/expect.hpp"
+#include "common/files.hpp"
+#include "listmode_io.hpp"
 #include "osem.hpp"
 #include "phantom.hpp"
+#include "phases.hpp"
 #include "recon/osem_problem.hpp"
 #include "synthetic.hpp"
 
@@ -173,6 +179,61 @@ TEST(Osem, SensitivityFromCorrections) {
   for (float v : sens)
     total += v;
   EXPECT_GT(total, 0.0);
+  // The first subsets only (bench_osem's scaled CPU pipeline).
+  std::vector<float> ref1(p.x_true.size(), 0.f);
+  resproj::cpu::back<float>(
+      {ref1.data(), p.sc.image}, p.sc.source(0),
+      resproj::span<const float>(p.model.m.data(), p.sc.subset_count(0)));
+  EXPECT_LT(rel_diff(ex::cpu_sensitivity(p.sc, p.corr, 1), ref1), 1e-5);
+  EXPECT_LT(rel_diff(ex::cpu_sensitivity(p.sc, p.corr, 7), ref), 1e-5);
+}
+
+// The host list-mode loader reads a prefix of the file when asked; the
+// subset offsets of the GPU loader are those of group_by_subset.
+TEST(Osem, ListmodeLoaderAndSubsetOffsets) {
+  osem_problem p(3);
+  const auto drawn = ex::draw_events(p.sc, p.model, p.x_true, {}, 1001, 4);
+  resproj_test::temp_dir dir;
+  const std::string path = dir.file("e.lm");
+  const auto rec = rs::pack_events(
+      resproj::span<const std::int32_t>(drawn.pairs.data(), drawn.pairs.size()),
+      resproj::span<const std::int16_t>(drawn.bins.data(), drawn.bins.size()));
+  resproj::io::write_listmode_file(
+      path, resproj::span<const rs::listmode_event>(rec.data(), rec.size()));
+  const auto all = ex::load_events(path);
+  EXPECT_EQ(all.pairs, drawn.pairs);
+  EXPECT_EQ(all.bins, drawn.bins);
+  const auto head = ex::load_events(path, 10);
+  ASSERT_EQ(head.count(), 10u);
+  EXPECT_TRUE(std::equal(head.pairs.begin(), head.pairs.end(), drawn.pairs.begin()));
+  resproj_test::expect_io_error([&] { ex::load_events(dir.file("missing.lm")); },
+                                {"missing.lm"});
+  for (int S : {1, 3, 7, 34}) {
+    ex::listmode_data g = all;
+    ex::group_by_subset(g, S);
+    const auto off = ex::subset_offsets(all.count(), S);
+    ASSERT_EQ(off, g.offset);
+    ASSERT_EQ(off.back(), all.count());
+    for (std::size_t k = 0; k < std::size_t(S); ++k)
+      for (std::size_t j = off[k]; j < off[k + 1]; ++j) {
+        const std::size_t i = k + (j - off[k]) * std::size_t(S); // acquisition index
+        ASSERT_LT(i, all.count());
+        ASSERT_EQ(g.pairs[2 * j], all.pairs[2 * i]) << S << " subsets, event " << j;
+        ASSERT_EQ(g.pairs[2 * j + 1], all.pairs[2 * i + 1]);
+      }
+  }
+  expect_invalid([] { ex::subset_offsets(5, 0); }, "num_subsets");
+}
+
+// The phase table: the total leaves out overlapped phases; keys look up.
+TEST(Osem, PhaseTable) {
+  ex::phase_table t;
+  t.add("read", "read", 0.25, 100, "events");
+  t.add("sens", "sensitivity", 0.5, 10, "LORs", true);
+  t.add("osem", "OSEM", 0.5);
+  EXPECT_DOUBLE_EQ(t.total(), 0.75);
+  EXPECT_DOUBLE_EQ(t.seconds("sens"), 0.5);
+  EXPECT_DOUBLE_EQ(t.seconds("none"), 0.0);
 }
 
 TEST(Osem, BadInputThrows) {
