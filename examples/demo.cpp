@@ -2,11 +2,14 @@
 //
 // Makes the phantom and its mu-map, simulates a TOF list-mode acquisition
 // with the library's own projectors (crystal efficiencies, attenuation, 30%
-// randoms + scatter), writes it as a list-mode file and reads it back,
-// computes the sensitivity image, reconstructs with OSEM and writes the
-// image (NIfTI) and a PNG of the central slice (phantom | reconstruction).
-// Prints progress per subset and a summary (time per iteration, events/s,
-// contrast recovery of the hot spheres, background variability).
+// randoms + scatter), writes it as a list-mode file and reads it back
+// (on the GPU: straight into device memory, split, validated and grouped
+// there), computes the sensitivity image, reconstructs with OSEM and writes
+// the image (NIfTI) and a PNG of the central slice (phantom |
+// reconstruction). Prints progress per subset (on a terminal; one line per
+// iteration otherwise) and a summary: where the time from list-mode file to
+// NIfTI went, phase by phase, time per iteration, events/s, contrast
+// recovery of the hot spheres, background variability.
 //
 // With a GPU (built by nvcc, device present): the dmi scanner and reference
 // image, 40M events, 34 subsets, 2 iterations, all resident on the GPU.
@@ -24,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <resproj/io/listmode_file.hpp>
 #include <resproj/io/nifti.hpp>
 #include <resproj/resproj.hpp>
@@ -32,6 +37,7 @@
 #include "common/listmode_io.hpp"
 #include "common/osem.hpp"
 #include "common/phantom.hpp"
+#include "common/phases.hpp"
 #include "common/png.hpp"
 #include "common/synthetic.hpp"
 #if defined(__CUDACC__)
@@ -74,13 +80,19 @@ rs::polygon_scanner dmi_rings(int rings) {
                              d.crystal_pitch(), std::move(z));
 }
 
-void print_progress(const ex::osem_progress &p, std::size_t events_per_subset) {
-  std::printf("\r  iteration %d/%d subset %2d/%d  elapsed %7.2f s  subset %7.1f ms "
+/// Progress after each subset: on a terminal one line updated in place;
+/// otherwise (a log) one line per iteration, after its last subset.
+void print_progress(const ex::osem_progress &p, std::size_t events_per_subset,
+                    bool terminal) {
+  const bool last_of_iteration = p.subset + 1 == p.num_subsets;
+  if (!terminal && !last_of_iteration)
+    return;
+  std::printf("%s  iteration %d/%d subset %2d/%d  elapsed %7.2f s  subset %7.1f ms "
               "(%.3g events/s)  ETA %6.1f s   ",
-              p.iteration + 1, p.num_iterations, p.subset + 1, p.num_subsets, p.elapsed_s,
-              1e3 * p.last_subset_s, double(events_per_subset) / p.last_subset_s,
-              p.eta_s);
-  if (p.iteration + 1 == p.num_iterations && p.subset + 1 == p.num_subsets)
+              terminal ? "\r" : "", p.iteration + 1, p.num_iterations, p.subset + 1,
+              p.num_subsets, p.elapsed_s, 1e3 * p.last_subset_s,
+              double(events_per_subset) / p.last_subset_s, p.eta_s);
+  if (!terminal || (p.iteration + 1 == p.num_iterations && last_of_iteration))
     std::printf("\n");
   std::fflush(stdout);
 }
@@ -173,47 +185,64 @@ int main(int argc, char **argv) {
     std::printf("simulated %lld events in %.1f s, written to %s\n", set.events, since(t),
                 lm_path.c_str());
 
-    // Reconstruction: read the events, corrections, sensitivity, OSEM.
-    t = clock_type::now();
-    ex::listmode_data lm = ex::load_events(lm_path);
+    // Reconstruction, timed phase by phase: list-mode file on disk -> NIfTI
+    // on disk (the PNG and the quality figures are not part of it).
+    const bool terminal = isatty(fileno(stdout)) != 0;
+    const std::string nii = set.out + "/demo_osem.nii", png = set.out + "/demo_osem.png";
+    const std::size_t per_subset = std::size_t(set.events) / std::size_t(set.subsets);
+    const auto progress = [&](const ex::osem_progress &p) {
+      print_progress(p, per_subset, terminal);
+    };
+    ex::phase_table phases;
+    ex::stopwatch w;
     std::vector<float> x;
-    std::vector<double> it_time;
-    const std::size_t per_subset = lm.count() / std::size_t(set.subsets);
-    double t_osem = 0;
+    std::size_t num_events = 0;
     if (!use_gpu) {
+      ex::listmode_data lm = ex::load_events(lm_path);
+      num_events = lm.count();
+      phases.add("read", "read file (host)", w.lap(), double(num_events), "events");
       ex::listmode_corrections(sc, corr, tof, lm);
+      phases.add("corr", "per-event corrections (attenuation, eff.)", w.lap(),
+                 double(num_events), "events");
       ex::group_by_subset(lm, set.subsets);
+      phases.add("group", "group by subset", w.lap(), double(num_events), "events");
       auto sens = ex::cpu_sensitivity(sc, corr);
-      std::printf("events read, corrections and sensitivity in %.1f s\n", since(t));
+      std::size_t lors = 0;
+      for (int k = 0; k < sc.num_subsets(); ++k)
+        lors += sc.subset_count(k);
+      phases.add("sens", "sensitivity with attenuation", w.lap(), double(lors), "LORs");
       ex::cpu_listmode_backend b(sc, lm, tof, std::move(sens),
                                  ex::start_image(geometry, 1.f));
-      const auto t0 = clock_type::now();
-      ex::osem(b, set.iterations,
-               [&](const ex::osem_progress &p) { print_progress(p, per_subset); });
-      t_osem = since(t0);
+      w.lap();
+      ex::osem(b, set.iterations, progress);
+      phases.add("osem", "OSEM iterations", w.lap(), double(num_events) * set.iterations,
+                 "events");
       x = std::move(b.x);
+      resproj::io::write_nifti(nii, resproj::span<const float>(x.data(), x.size()),
+                               geometry);
+      phases.add("nifti", "write NIfTI", w.lap());
     }
 #if defined(__CUDACC__)
     else {
-      ex::group_by_subset(lm, set.subsets);
-      const ex::gpu_listmode_problem problem(sc, *gds, lm, corr, tof, *gs);
-      std::printf("events read and uploaded, corrections, sensitivity and reordering in "
-                  "%.2f s\n",
-                  since(t));
+      gpu::device_file_io io;
+      const ex::gpu_listmode_problem problem(sc, *gds, io, lm_path, corr, tof, *gs,
+                                             &phases);
+      num_events = problem.count();
       auto b = problem.backend(ex::start_image(geometry, 1.f));
       b.opt.check_pointers = false; // checked once above; hot loop
-      const auto t0 = clock_type::now();
-      ex::osem(b, set.iterations,
-               [&](const ex::osem_progress &p) { print_progress(p, per_subset); });
-      t_osem = since(t0);
+      gs->synchronize();
+      phases.add("backend", "OSEM backend set-up", w.lap());
+      ex::osem(b, set.iterations, progress);
+      phases.add("osem", "OSEM iterations", w.lap(), double(num_events) * set.iterations,
+                 "events");
+      gpu::write_nifti_from_device(io, nii, b.x, *gs);
+      phases.add("nifti", "write NIfTI (device -> file)", w.lap());
       x = b.image();
     }
 #endif
+    const double t_osem = phases.seconds("osem");
 
     // Output and summary.
-    const std::string nii = set.out + "/demo_osem.nii", png = set.out + "/demo_osem.png";
-    resproj::io::write_nifti(nii, resproj::span<const float>(x.data(), x.size()),
-                             geometry);
     const std::int64_t k2 = geometry.shape()[2] / 2;
     const bool png_ok = ex::write_slices_png(png, geometry, {&x_true, &x}, k2,
                                              float(1.5 * phantom.hot_ratio));
@@ -222,8 +251,10 @@ int main(int argc, char **argv) {
         png_ok ? (" and " + png + " (phantom | reconstruction, central slice)").c_str()
                : " (no PNG: built without stb_image_write, install libstb-dev)");
     const double per_it = t_osem / set.iterations;
+    std::printf("list-mode file on disk -> NIfTI on disk, by phase:\n");
+    phases.print(stdout);
     std::printf("OSEM: %.3f s per iteration, %.3g events/s (forward + back + update)\n",
-                per_it, double(lm.count()) / per_it);
+                per_it, double(num_events) / per_it);
     // Compare with the phantom scaled to the counts reconstructed.
     const auto q = ex::measure_quality(phantom, geometry, x);
     for (std::size_t k = 0; k < q.contrast_recovery.size(); ++k)
