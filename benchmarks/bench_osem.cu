@@ -11,39 +11,59 @@
 //                                   iteration rate / this rate = the cost of
 //                                   the OSEM bookkeeping
 //   pipeline/gpu/dmi-lm-osem        end to end, host-timed: list-mode file
-//                                   on disk -> host arrays -> device ->
-//                                   per-event corrections, sensitivity with
-//                                   attenuation, reorder -> 2 iterations x
-//                                   34 subsets -> NIfTI on disk
-//   pipeline/cpu/dmi-lm-osem        the same pipeline on the CPU backend,
-//                                   with RESPROJ_OSEM_CPU_EVENTS events
-//                                   (default 4,000,000 = 10%; the
-//                                   sensitivity image is the full one);
-//                                   one run
+//                                   on disk -> device (gpu/file_io.cuh) ->
+//                                   split, validated, grouped by subset ->
+//                                   reorder (TOF key), per-event corrections,
+//                                   sensitivity with attenuation (second
+//                                   stream) -> 2 iterations x 34 subsets ->
+//                                   NIfTI on disk; counters: seconds per
+//                                   phase (<phase>_s, the demo's table)
+//   pipeline/cpu/dmi-lm-osem        the same phases on the CPU backend,
+//                                   scaled down to end in well under a
+//                                   minute on 16 cores: the first
+//                                   RESPROJ_OSEM_CPU_EVENTS events (default
+//                                   500,000 of 40M) and the sensitivity
+//                                   over the first RESPROJ_OSEM_CPU_SENS_SUBSETS
+//                                   of the 34 subsets (default 1); counters:
+//                                   seconds and rate per phase, the scale
+//                                   factors, est_full_s (each phase
+//                                   extrapolated by its scale to the full
+//                                   problem) and est_speedup (est_full_s /
+//                                   the GPU pipeline's time in this run)
 //
 // Events: uniformly random LORs of the full dmi sinogram (seeded), TOF bin
 // uniform in 8..20, event i in subset i mod 34. Attenuation: water cylinder
 // (radius 150 mm, mu 0.0096/mm, full axial length); efficiencies 1;
 // background 1e-3 counts per TOF bin. The file is written once to
-// $TMPDIR (or /tmp) before the pipelines run.
+// $TMPDIR (or /tmp) before the pipelines run. RESPROJ_OSEM_EVENTS (default
+// 40,000,000) changes the event count, for quick checks only. Without a
+// CUDA device only the CPU pipeline runs.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 #include "../examples/common/listmode_io.hpp"
 #include "../examples/common/osem.hpp"
 #include "../examples/common/osem_gpu.cuh"
 #include "../examples/common/phantom.hpp"
+#include "../examples/common/phases.hpp"
 #include "../examples/common/synthetic.hpp"
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
 #include "common/phantom.hpp"
+#include "resproj/gpu/file_io.cuh"
 #include "resproj/io/listmode_file.hpp"
 #include "resproj/io/nifti.hpp"
 #include "resproj/resproj.hpp"
@@ -56,9 +76,18 @@ namespace gpu = resproj::gpu;
 
 namespace {
 
-constexpr std::size_t osem_events = 40000000;
+constexpr std::size_t default_events = 40000000;
 constexpr int osem_subsets = 34;
+constexpr int osem_iterations = 2;
 constexpr std::uint64_t osem_seed = 20261130;
+
+std::size_t env_count(const char *name, std::size_t fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  const long long n = std::atoll(v);
+  return n > 0 ? std::size_t(n) : fallback;
+}
 
 rp::tof_params<float> dmi_tof() {
   rp::tof_params<float> t;
@@ -74,12 +103,13 @@ std::string temp_dir() {
   return t && *t ? t : "/tmp";
 }
 
-/// The dmi scan, corrections and the 40M events in acquisition order.
+/// The dmi scan, corrections and the list-mode file of the events (in
+/// acquisition order; the host arrays are not kept).
 struct problem {
   ex::scan sc{rs::dmi(), 65, osem_subsets, rb::reference_image_geometry()};
   ex::corrections corr;
-  ex::listmode_data events; ///< acquisition order, pairs and bins only
   rp::tof_params<float> tof = dmi_tof();
+  std::size_t num_events = env_count("RESPROJ_OSEM_EVENTS", default_events);
   std::string path = temp_dir() + "/resproj_bench_osem.lm";
 
   problem() {
@@ -98,16 +128,15 @@ struct problem {
     const std::uint64_t per_plane =
         std::uint64_t(layout.num_views) * std::uint64_t(layout.num_radial);
     const std::uint64_t total = per_plane * std::uint64_t(layout.num_planes());
-    events.pairs.resize(2 * osem_events);
-    events.bins.resize(osem_events);
+    std::vector<rs::listmode_event> records(num_events);
     constexpr std::size_t block = 65536; // one seeded generator per block
-    rb::parallel_ranges((osem_events + block - 1) / block, [&](std::size_t b0,
-                                                               std::size_t nb) {
+    const std::size_t n = num_events;
+    rb::parallel_ranges((n + block - 1) / block, [&](std::size_t b0, std::size_t nb) {
       for (std::size_t k = b0; k < b0 + nb; ++k) {
         std::mt19937_64 rng(osem_seed + 7919 * k);
         std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
         std::uniform_int_distribution<int> bin(8, 20);
-        const std::size_t last = std::min(osem_events, (k + 1) * block);
+        const std::size_t last = std::min(n, (k + 1) * block);
         for (std::size_t i = k * block; i < last; ++i) {
           const std::uint64_t idx = pick(rng);
           const int plane = int(idx / per_plane);
@@ -115,40 +144,44 @@ struct problem {
           const auto p =
               layout.detector_pair(plane, int(rest / std::uint64_t(layout.num_radial)),
                                    int(rest % std::uint64_t(layout.num_radial)));
-          events.pairs[2 * i] = p.first;
-          events.pairs[2 * i + 1] = p.second;
-          events.bins[i] = std::int16_t(bin(rng));
+          records[i] = rs::listmode_event::make(
+              std::uint32_t(p.first), std::uint32_t(p.second), std::int16_t(bin(rng)));
         }
       }
     });
-    const auto records = rs::pack_events(
-        rp::span<const std::int32_t>(events.pairs.data(), events.pairs.size()),
-        rp::span<const std::int16_t>(events.bins.data(), events.bins.size()));
     rp::io::write_listmode_file(
         path, rp::span<const rs::listmode_event>(records.data(), records.size()));
     std::fprintf(
-        stderr, "dmi-lm-osem: %zu events generated and written to %s in %.1f s\n",
-        osem_events, path.c_str(),
+        stderr, "dmi-lm-osem: %zu events generated and written to %s in %.1f s\n", n,
+        path.c_str(),
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   ~problem() { std::remove(path.c_str()); }
+  std::size_t sinogram_lors() const {
+    std::size_t c = 0;
+    for (int k = 0; k < sc.num_subsets(); ++k)
+      c += sc.subset_count(k);
+    return c;
+  }
 };
 
-/// The resident GPU data (made once).
+/// The resident GPU data (made once, with the pipeline's loader).
 struct gpu_state {
   gpu::stream s;
   std::unique_ptr<ex::device_scan> ds;
   std::unique_ptr<ex::gpu_listmode_problem> lm;
   explicit gpu_state(const problem &p) {
     ds = std::make_unique<ex::device_scan>(p.sc, s);
-    ex::listmode_data grouped = p.events;
-    ex::group_by_subset(grouped, osem_subsets);
-    lm = std::make_unique<ex::gpu_listmode_problem>(p.sc, *ds, grouped, p.corr, p.tof, s);
+    gpu::device_file_io io;
+    lm = std::make_unique<ex::gpu_listmode_problem>(p.sc, *ds, io, p.path, p.corr, p.tof,
+                                                    s);
   }
 };
 
 std::unique_ptr<problem> g_problem;
 std::unique_ptr<gpu_state> g_gpu;
+double g_gpu_pipeline_s = 0; ///< last GPU pipeline time (for est_speedup)
+
 problem &prob() {
   if (!g_problem)
     g_problem = std::make_unique<problem>();
@@ -165,6 +198,15 @@ void set_items(benchmark::State &state, std::size_t items) {
   state.counters["events"] = double(items);
 }
 
+/// Counters `<key>_s` (and `<key>_rate` with `rates`) of every phase.
+void phase_counters(benchmark::State &state, const ex::phase_table &t, bool rates) {
+  for (const auto &p : t.phases) {
+    state.counters[p.key + "_s"] = p.seconds;
+    if (rates && p.items > 0 && p.seconds > 0)
+      state.counters[p.key + "_rate"] = p.items / p.seconds;
+  }
+}
+
 void bm_iteration(benchmark::State &state) {
   rb::guarded(state, [&] {
     auto &g = gstate();
@@ -173,7 +215,7 @@ void bm_iteration(benchmark::State &state) {
     b.opt.check_pointers = false;
     rb::time_on_stream(
         state, g.s, [&] { b.x.buffer().fill(1.f, g.s); }, [&] { ex::osem(b, 1); });
-    set_items(state, osem_events);
+    set_items(state, prob().num_events);
   });
 }
 
@@ -188,60 +230,118 @@ void bm_fwd_back(benchmark::State &state) {
           for (int k = 0; k < b.num_subsets(); ++k) {
             b.forward(k);
             const rp::span<const float> v(b.q.data(), b.count(k));
-            gpu::back_tof_lm<float>(b.g, b.lors(k), b.bins_of(k), b.tof, v, b.opt, g.s);
+            gpu::back_tof_lm<float>(b.g.view(), b.lors(k), b.bins_of(k), b.tof, v, b.opt,
+                                    b.back_variant, g.s);
           }
         });
-    set_items(state, osem_events);
+    set_items(state, prob().num_events);
   });
 }
 
-/// The end-to-end pipeline on the GPU.
+/// The end-to-end pipeline on the GPU, with the demo's loader and phases.
 void bm_pipeline_gpu(benchmark::State &state) {
   rb::guarded(state, [&] {
     auto &p = prob();
     auto &g = gstate(); // device tables and a warm context; the data are redone below
     const std::string out = temp_dir() + "/resproj_bench_osem_gpu.nii";
-    rb::time_on_host(state, [&] {
-      ex::listmode_data lm = ex::load_events(p.path);
-      ex::group_by_subset(lm, osem_subsets);
-      const ex::gpu_listmode_problem data(p.sc, *g.ds, lm, p.corr, p.tof, g.s);
+    ex::phase_table t;
+    auto run = [&] {
+      t = {};
+      ex::stopwatch w;
+      gpu::device_file_io io;
+      const ex::gpu_listmode_problem data(p.sc, *g.ds, io, p.path, p.corr, p.tof, g.s,
+                                          &t);
       auto b = data.backend(ex::start_image(p.sc.image, 1.f));
       b.opt.check_pointers = false;
-      ex::osem(b, 2);
-      const auto x = b.image();
-      rp::io::write_nifti(out, rp::span<const float>(x.data(), x.size()), p.sc.image);
-    });
+      g.s.synchronize();
+      t.add("backend", "OSEM backend set-up", w.lap());
+      ex::osem(b, osem_iterations);
+      t.add("osem", "OSEM iterations", w.lap(), double(data.count()) * osem_iterations,
+            "events");
+      gpu::write_nifti_from_device(io, out, b.x, g.s);
+      t.add("nifti", "write NIfTI (device -> file)", w.lap());
+    };
+    run(); // warm-up (module loading, pool growth)
+    for (auto _ : state) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      const double sec =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      state.SetIterationTime(sec);
+      g_gpu_pipeline_s = sec;
+    }
     std::remove(out.c_str());
-    set_items(state, osem_events);
+    set_items(state, p.num_events);
+    phase_counters(state, t, false);
+    std::fprintf(stderr, "pipeline/gpu phases (last run):\n");
+    t.print(stderr);
   });
 }
 
-/// The end-to-end pipeline on the CPU backend (fewer events).
+/// The end-to-end pipeline on the CPU backend, scaled down (see the top).
 void bm_pipeline_cpu(benchmark::State &state) {
   rb::guarded(state, [&] {
     auto &p = prob();
-    const char *env = std::getenv("RESPROJ_OSEM_CPU_EVENTS");
     const std::size_t n =
-        std::min(osem_events, env ? std::size_t(std::atoll(env)) : std::size_t(4000000));
+        std::min(p.num_events, env_count("RESPROJ_OSEM_CPU_EVENTS", 500000));
+    const int ksens = int(std::min<std::size_t>(
+        std::size_t(osem_subsets), env_count("RESPROJ_OSEM_CPU_SENS_SUBSETS", 1)));
+    std::size_t sens_lors = 0;
+    for (int k = 0; k < ksens; ++k)
+      sens_lors += p.sc.subset_count(k);
+    const double event_scale = double(p.num_events) / double(n);
+    const double lor_scale = double(p.sinogram_lors()) / double(sens_lors);
     const std::string out = temp_dir() + "/resproj_bench_osem_cpu.nii";
+    ex::phase_table t;
     for (auto _ : state) {
-      const auto t0 = std::chrono::steady_clock::now();
-      std::vector<rs::listmode_event> rec(n);
-      rp::io::read_listmode_events(p.path, 0, n,
-                                   rp::span<rs::listmode_event>(rec.data(), n));
-      ex::listmode_data lm;
-      rs::split_events(rec, lm.pairs, lm.bins);
+      t = {};
+      ex::stopwatch w;
+      ex::listmode_data lm = ex::load_events(p.path, n);
+      t.add("read", "read file (host)", w.lap(), double(n), "events");
       ex::listmode_corrections(p.sc, p.corr, p.tof, lm);
+      t.add("corr", "per-event corrections", w.lap(), double(n), "events");
       ex::group_by_subset(lm, osem_subsets);
-      ex::cpu_listmode_backend b(p.sc, lm, p.tof, ex::cpu_sensitivity(p.sc, p.corr),
+      t.add("group", "group by subset", w.lap(), double(n), "events");
+      auto sens = ex::cpu_sensitivity(p.sc, p.corr, ksens);
+      for (float &v : sens)
+        v *= float(lor_scale); // stands in for the whole sinogram's
+      t.add("sens", "sensitivity with attenuation", w.lap(), double(sens_lors), "LORs");
+      ex::cpu_listmode_backend b(p.sc, lm, p.tof, std::move(sens),
                                  ex::start_image(p.sc.image, 1.f));
-      ex::osem(b, 2);
+      ex::osem(b, osem_iterations);
+      t.add("osem", "OSEM iterations", w.lap(), double(n) * osem_iterations, "events");
       rp::io::write_nifti(out, rp::span<const float>(b.x.data(), b.x.size()), p.sc.image);
-      state.SetIterationTime(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      t.add("nifti", "write NIfTI", w.lap());
+      state.SetIterationTime(t.total());
     }
     std::remove(out.c_str());
     set_items(state, n);
+    phase_counters(state, t, true);
+    double est = 0;
+    for (const auto &ph : t.phases)
+      est += ph.seconds * (ph.key == "sens"    ? lor_scale
+                           : ph.key == "nifti" ? 1.0
+                                               : event_scale);
+    int threads = 1;
+#if defined(_OPENMP)
+    threads = omp_get_max_threads();
+#endif
+    state.counters["threads"] = threads;
+    state.counters["event_scale"] = event_scale;
+    state.counters["lor_scale"] = lor_scale;
+    state.counters["est_full_s"] = est;
+    if (g_gpu_pipeline_s > 0)
+      state.counters["est_speedup"] = est / g_gpu_pipeline_s;
+    state.SetLabel("scaled: events x" + std::to_string(int(event_scale + 0.5)) +
+                   ", sensitivity LORs x" + std::to_string(int(lor_scale + 0.5)));
+    std::fprintf(stderr,
+                 "pipeline/cpu: %zu of %zu events (x%.1f), sensitivity over %d of %d "
+                 "subsets (x%.1f), %d OpenMP thread(s)%s; phases:\n",
+                 n, p.num_events, event_scale, ksens, osem_subsets, lor_scale, threads,
+                 threads == 1 ? " (serial: this file was compiled without OpenMP)" : "");
+    t.print(stderr);
+    std::fprintf(stderr, "  full problem, each phase extrapolated by its scale: %.1f s\n",
+                 est);
   });
 }
 
@@ -251,20 +351,22 @@ int main(int argc, char **argv) {
   const bool list_only = rb::lists_only(argc, argv);
   if (!rb::initialize_with_defaults(argc, argv))
     return 1;
-  if (gpu::device_count() == 0 && !list_only) {
-    std::printf("no CUDA device: OSEM benchmarks skipped\n");
-    return 0;
-  }
+  const bool have_gpu = gpu::device_count() > 0;
+  if (!have_gpu && !list_only)
+    std::printf("no CUDA device: only the CPU pipeline runs\n");
   int code = 0;
   try {
-    rb::configure(
-        benchmark::RegisterBenchmark("gpu/dmi-lm-osem/iteration", bm_iteration));
-    rb::configure(benchmark::RegisterBenchmark("gpu/dmi-lm-osem/fwd+back", bm_fwd_back));
-    benchmark::RegisterBenchmark("pipeline/gpu/dmi-lm-osem", bm_pipeline_gpu)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Repetitions(3)
-        ->Iterations(1);
+    if (have_gpu || list_only) {
+      rb::configure(
+          benchmark::RegisterBenchmark("gpu/dmi-lm-osem/iteration", bm_iteration));
+      rb::configure(
+          benchmark::RegisterBenchmark("gpu/dmi-lm-osem/fwd+back", bm_fwd_back));
+      benchmark::RegisterBenchmark("pipeline/gpu/dmi-lm-osem", bm_pipeline_gpu)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Repetitions(3)
+          ->Iterations(1);
+    }
     benchmark::RegisterBenchmark("pipeline/cpu/dmi-lm-osem", bm_pipeline_cpu)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
