@@ -70,6 +70,7 @@
 #include <vector>
 
 #include "common/bench_support.hpp"
+#include "common/dmi_problems.hpp"
 #include "common/phantom.hpp"
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/gpu/multi_device.cuh"
@@ -86,20 +87,8 @@ namespace gpu = resproj::gpu;
 namespace rb = resproj_bench;
 namespace rs = resproj::scanner;
 
-/// DMI TOF parameters (spec/benchmark-problems.md, "TOF"; as bench_gpu_tof).
-rp::tof_params<float> dmi_tof() {
-  rp::tof_params<float> t;
-  t.num_bins = 29;
-  t.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
-  t.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 24.51 mm
-  t.num_sigmas = 3;
-  t.center_offset = 0;
-  return t;
-}
-
-constexpr std::size_t lm_events = 10000000;
+constexpr std::size_t lm_events = rb::dmi_tof_lm_events;
 constexpr std::size_t stream_chunk = std::size_t(1) << 20; // events per chunk
-constexpr std::uint64_t lm_seed = 20261129;                // the events of bench_gpu_tof
 constexpr int dmi_planes = 1296;
 
 /// Host tables shared by every device set (made once).
@@ -116,33 +105,9 @@ struct host_tables {
     planes = layout.plane_table();
     const auto v = rs::subset_views(layout, 0, 1); // every view
     views.assign(v.begin(), v.end());
-    const auto g = layout.geometry(planes.data());
-    const std::uint64_t per_plane =
-        std::uint64_t(layout.num_views) * std::uint64_t(layout.num_radial);
-    const std::uint64_t total = per_plane * std::uint64_t(layout.num_planes());
-    pairs.resize(2 * lm_events);
-    bins.resize(lm_events);
-    constexpr std::size_t block = 65536; // one seeded generator per block
-    const std::size_t blocks = (lm_events + block - 1) / block;
-    rb::parallel_ranges(blocks, [&](std::size_t b0, std::size_t nblk) {
-      for (std::size_t k = b0; k < b0 + nblk; ++k) {
-        std::mt19937_64 rng(lm_seed + 7919 * k);
-        std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
-        std::uniform_int_distribution<int> bin(8, 20);
-        const std::size_t last = std::min(lm_events, (k + 1) * block);
-        for (std::size_t i = k * block; i < last; ++i) {
-          const std::uint64_t idx = pick(rng);
-          const int plane = int(idx / per_plane);
-          const std::uint64_t rest = idx % per_plane;
-          int da, db;
-          g.detector_pair(plane, int(rest / std::uint64_t(layout.num_radial)),
-                          int(rest % std::uint64_t(layout.num_radial)), da, db);
-          pairs[2 * i] = da;
-          pairs[2 * i + 1] = db;
-          bins[i] = std::int16_t(bin(rng));
-        }
-      }
-    });
+    rb::dmi_events events = rb::make_dmi_events(lm_events, rb::dmi_tof_lm_seed);
+    pairs = std::move(events.pairs);
+    bins = std::move(events.bins);
     std::fprintf(
         stderr, "multi: tables and %zu events generated in %.2f s\n", lm_events,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -366,7 +331,7 @@ void bm_full(benchmark::State &state, bool back, int k) {
 void bm_lm(benchmark::State &state, bool back, int k) {
   rb::guarded(state, [&] {
     multi_problem &p = problem(k);
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     const gpu::launch_options opt{};
     if (back) {
       auto &reducer = p.reducer(gpu::reduce_method::automatic);
@@ -401,7 +366,7 @@ void bm_lm_streamed(benchmark::State &state, bool back, int k) {
       p.streamer =
           std::make_unique<gpu::multi_device_streamer<float>>(p.devices, stream_chunk);
     auto &st = *p.streamer;
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     const auto records = g_stream->records.cspan();
     if (back) {
       auto &reducer = p.reducer(gpu::reduce_method::automatic);
