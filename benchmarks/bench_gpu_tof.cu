@@ -33,6 +33,8 @@
 //                  lanes walking the union of their plane ranges in lock-step
 //   /lockstep+warp-aggregate  list-mode back, lock-step with the lanes'
 //                  amounts for one voxel summed in the warp (one atomic each)
+//   /fast-erfc     defaults + bin-edge values from math::fast_erfc (not
+//                  lock-step; relative error < 1e-6, cheaper than erfcf)
 //   /tpl:G         G threads per event (LOR)
 //
 // Timing: CUDA events around the work on its stream, UseManualTime, one
@@ -316,14 +318,15 @@ void set_counters(benchmark::State &state, std::size_t items, int bins_per_item 
 
 // ---------------------------------------------------------- benchmarks --
 
-void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
+void bm_subset_forward(benchmark::State &state, gpu::launch_options opt,
+                       gpu::tof_kernel_options variant) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     subset_problem &p = subset();
     const auto tof = dmi_tof();
     rb::time_on_stream(state, b.s, [&] {
       gpu::forward_tof_sino<float>(b.image.cview(), p.lors(), tof, p.out.span(), opt,
-                                   b.s);
+                                   variant, b.s);
     });
     set_counters(state, p.count, tof.num_bins);
     state.counters["threads_per_lor"] =
@@ -425,12 +428,14 @@ void register_all() {
   lockstep.lockstep = true;
   aggregate.lockstep = true;
   aggregate.warp_aggregate = true;
+  gpu::tof_kernel_options fast = defaults;
+  fast.fast_erfc = true;
   gpu::launch_options rows;
   rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward, automatic));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-subset/forward/rows", bm_subset_forward, rows));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward,
+                                  automatic, defaults));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/rows", bm_subset_forward,
+                                  rows, defaults));
   rb::configure(
       RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic, defaults));
   rb::configure(
@@ -439,12 +444,20 @@ void register_all() {
                                   bm_subset_back, rows, sino_vec));
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/vec-atomics", bm_subset_back,
                                   automatic, sino_vec));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/fast-erfc",
+                                  bm_subset_forward, automatic, fast));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/rows/fast-erfc",
+                                  bm_subset_forward, rows, fast));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/fast-erfc", bm_subset_back,
+                                  automatic, fast));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/fast-erfc",
+                                  bm_subset_back, rows, fast));
   for (int g : {1, 4}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
     const std::string tpl = "/tpl:" + std::to_string(g);
     rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/forward" + tpl).c_str(),
-                                    bm_subset_forward, opt));
+                                    bm_subset_forward, opt, defaults));
     rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back" + tpl).c_str(),
                                     bm_subset_back, opt, defaults));
   }
@@ -478,6 +491,10 @@ void register_all() {
                                     automatic, lockstep));
     rb::configure(RegisterBenchmark((n + "/back/lockstep+warp-aggregate").c_str(),
                                     bm_lm_back, o.order, automatic, aggregate));
+    rb::configure(RegisterBenchmark((n + "/forward/fast-erfc").c_str(), bm_lm_forward,
+                                    o.order, automatic, fast));
+    rb::configure(RegisterBenchmark((n + "/back/fast-erfc").c_str(), bm_lm_back, o.order,
+                                    automatic, fast));
   }
   for (int g : {1, 4}) {
     gpu::launch_options opt;

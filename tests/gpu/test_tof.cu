@@ -187,9 +187,14 @@ TYPED_TEST(gpu_tof, matches_cpu) {
     lockstep_default.lockstep = true;
     aggregated.lockstep = true;
     aggregated.warp_aggregate = true;
+    gpu::tof_kernel_options fast, fast_plain = plain;
+    fast.fast_erfc = true;
+    fast.sino_vector_atomics = true;
+    fast_plain.fast_erfc = true;
     for (const variant &v : variants)
-      for (const gpu::tof_kernel_options &kv : {plain, gpu::tof_kernel_options{}, all_on,
-                                                lockstep, lockstep_default, aggregated}) {
+      for (const gpu::tof_kernel_options &kv :
+           {plain, gpu::tof_kernel_options{}, all_on, lockstep, lockstep_default,
+            aggregated, fast, fast_plain}) {
         gpu::launch_options opt;
         opt.threads_per_lor = v.tpl;
         opt.wide_index = v.wide;
@@ -201,9 +206,10 @@ TYPED_TEST(gpu_tof, matches_cpu) {
                                  (kv.sample_first ? ", sample first" : "") +
                                  (kv.lockstep ? ", lock-step" : "") +
                                  (kv.sino_vector_atomics ? ", sino vector atomics" : "") +
-                                 (kv.warp_aggregate ? ", warp aggregate" : "");
+                                 (kv.warp_aggregate ? ", warp aggregate" : "") +
+                                 (kv.fast_erfc ? ", fast erfc" : "");
         d_sino.fill(T(-1), s);
-        gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, s);
+        gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, kv, s);
         EXPECT_LT(relative_error(download(d_sino, s), cpu_sino, n * nb / 10000),
                   tolerance<T>::value)
             << "forward_tof_sino, " << what;

@@ -116,12 +116,21 @@ template <> struct back_adder<true> {
   }
 };
 
+/// `tl` with the kernel's choice of erfc for the edge values
+/// (`tof_kernel_options::fast_erfc`; a compile-time constant, so only one
+/// erfc is compiled in).
+template <bool FastErfc, class T>
+__device__ math::tof_lor<T> fast_erfc_lor(math::tof_lor<T> tl) {
+  tl.fast_erfc = FastErfc;
+  return tl;
+}
+
 /// Sinogram forward: `out[lor * N + j]` for every bin j. The group zeroes
 /// the LOR's row, every lane adds its planes' `sample * weight_j` into it
 /// (math::forward_tof_sino_planes), and the row is scaled by the path
 /// length per plane at the end. Every bin of the row is written by this
 /// group only.
-template <class T, class I, int G, class Lors>
+template <class T, class I, int G, class Lors, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_sino_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                             const T *__restrict__ image, Lors lors, tof_params<T> tof,
@@ -142,7 +151,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   if (ray.empty())
     return; // uniform over the group: nobody waits below
-  const math::tof_lor<T> tl = math::tof_lor_of(tof, lor);
+  const math::tof_lor<T> tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, lor));
   row_accumulate<T, (G > 1)> add{row};
   math::forward_tof_sino_planes<I>(image, ray, tl, ray.first_plane + lane, G, add);
   if constexpr (G > 1)
@@ -153,8 +162,9 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// Sinogram back: per plane, `sum_j values[lor * N + j] * weight_j`, then
 /// one scatter of that times `step` (math::back_tof_sino_planes). `Paired`:
-/// vector atomics (`paired_atomic_add`).
-template <class T, class I, int G, class Lors, bool Paired = false>
+/// vector atomics (`paired_atomic_add`). `FastErfc` (every kernel with
+/// the parameter): edge values from math::fast_erfc.
+template <class T, class I, int G, class Lors, bool Paired = false, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_sino_back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                          T *__restrict__ image, Lors lors, tof_params<T> tof,
@@ -170,7 +180,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   if (ray.empty())
     return;
-  const math::tof_lor<T> tl = math::tof_lor_of(tof, lor);
+  const math::tof_lor<T> tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, lor));
   math::back_tof_sino_planes<I>(image, ray, tl, row, 1, ray.first_plane + lane, G,
                                 back_adder<Paired>::make(grid));
 }
@@ -178,7 +188,8 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 /// List-mode forward: `out[i]` = TOF value of event i's LOR at its bin,
 /// visiting only the planes of `tof_plane_range` (math::forward_tof_lm_planes;
 /// `SampleFirst` as there).
-template <class T, class I, int G, class Lors, bool SampleFirst = false>
+template <class T, class I, int G, class Lors, bool SampleFirst = false,
+          bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                           const T *__restrict__ image, Lors lors,
@@ -192,7 +203,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   T a[3], b[3];
   lors.load(ev, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
-  const math::tof_lor<T> tl = math::tof_lor_of(tof, ev);
+  const math::tof_lor<T> tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, ev));
   T acc = math::forward_tof_lm_planes<I, SampleFirst>(
       image, ray, tl, std::int64_t(bins[ev]), ray.first_plane + lane, G);
   if constexpr (G > 1)
@@ -203,7 +214,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// List-mode back: transpose of `tof_lm_forward_kernel`
 /// (math::back_tof_lm_planes). `Paired`: vector atomics.
-template <class T, class I, int G, class Lors, bool Paired = false>
+template <class T, class I, int G, class Lors, bool Paired = false, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                        T *__restrict__ image, Lors lors,
@@ -223,7 +234,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   T a[3], b[3];
   lors.load(ev, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
-  const math::tof_lor<T> tl = math::tof_lor_of(tof, ev);
+  const math::tof_lor<T> tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, ev));
   math::back_tof_lm_planes<I>(image, ray, tl, bin, value, ray.first_plane + lane, G,
                               back_adder<Paired>::make(grid));
 }
