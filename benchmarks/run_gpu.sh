@@ -541,6 +541,15 @@ if has_stage demo; then
       echo "=================== multi_gpu_processes: exit $mrc" >>"$OUT/demo.log"
       [ $mrc -ne 0 ] && rc=$mrc
     fi
+    # A user's own list-mode file through the short example (the demo's file).
+    if [ -x "$build/examples/tof_listmode_osem" ] && [ -f "$scratch/demo_events.lm" ]; then
+      echo "=================== tof_listmode_osem demo_events.lm" >>"$OUT/demo.log"
+      (cd "$scratch" && timeout 120 "$build/examples/tof_listmode_osem" demo_events.lm) \
+        >>"$OUT/demo.log" 2>&1
+      trc=$?
+      echo "=================== tof_listmode_osem: exit $trc" >>"$OUT/demo.log"
+      [ $trc -ne 0 ] && rc=$trc
+    fi
     t1=$(date +%s)
     echo "exit $rc ($((t1 - t0)) s)" >"$state/demo_status"
     [ $rc -ne 0 ] && failures=$((failures + 1))
