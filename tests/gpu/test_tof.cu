@@ -191,10 +191,14 @@ TYPED_TEST(gpu_tof, matches_cpu) {
     fast.fast_erfc = true;
     fast.sino_vector_atomics = true;
     fast_plain.fast_erfc = true;
+    gpu::tof_kernel_options lockstep_fast = lockstep_default,
+                            aggregated_fast = aggregated;
+    lockstep_fast.fast_erfc = true;
+    aggregated_fast.fast_erfc = true;
     for (const variant &v : variants)
       for (const gpu::tof_kernel_options &kv :
            {plain, gpu::tof_kernel_options{}, all_on, lockstep, lockstep_default,
-            aggregated, fast, fast_plain}) {
+            aggregated, fast, fast_plain, lockstep_fast, aggregated_fast}) {
         gpu::launch_options opt;
         opt.threads_per_lor = v.tpl;
         opt.wide_index = v.wide;

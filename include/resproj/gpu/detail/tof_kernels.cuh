@@ -248,7 +248,7 @@ template <class T> struct lockstep_event {
   std::int64_t bin = -1, lo = 1, hi = 0;
 };
 
-template <class T, class Lors>
+template <bool FastErfc, class T, class Lors>
 __device__ lockstep_event<T> lockstep_setup(const math::image_grid<T> &grid, bool active,
                                             std::size_t ev, const Lors &lors,
                                             const std::int16_t *__restrict__ bins,
@@ -260,7 +260,7 @@ __device__ lockstep_event<T> lockstep_setup(const math::image_grid<T> &grid, boo
   T a[3], b[3];
   lors.load(ev, a, b);
   e.ray = math::make_joseph_ray(grid, a, b);
-  e.tl = math::tof_lor_of(tof, ev);
+  e.tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, ev));
   if (e.bin >= 0 && e.bin < tof.num_bins && !e.ray.empty())
     math::tof_plane_range(e.ray, e.tl, e.bin, e.lo, e.hi);
   return e;
@@ -282,7 +282,7 @@ __device__ void warp_plane_span(const lockstep_event<T> &e, int &first, int &las
 /// value as the one-thread-per-event `tof_lm_forward_kernel`). With events
 /// sorted by direction and TOF position, a warp's loads of one plane then
 /// fall into a few cache lines. Needs blocks of whole warps.
-template <class T, class I, class Lors, bool SampleFirst>
+template <class T, class I, class Lors, bool SampleFirst, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_forward_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
                                    lor_order order, const T *__restrict__ image,
@@ -291,7 +291,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = thread < count; // no early return: the warp reduces below
   const std::size_t ev = active ? order(thread) : 0;
-  const lockstep_event<T> e = lockstep_setup(grid, active, ev, lors, bins, tof);
+  const lockstep_event<T> e = lockstep_setup<FastErfc>(grid, active, ev, lors, bins, tof);
   int first, last;
   warp_plane_span(e, first, last);
   T acc = 0;
@@ -305,7 +305,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 /// List-mode back, warp lock-step: transpose of
 /// `tof_lm_forward_lockstep_kernel` (a warp's atomics of one plane fall
 /// into few cache lines for sorted events).
-template <class T, class I, class Lors, bool Paired>
+template <class T, class I, class Lors, bool Paired, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_back_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
                                 lor_order order, T *__restrict__ image, Lors lors,
@@ -315,7 +315,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::size_t ev = thread < count ? order(thread) : 0;
   const T value = thread < count ? values[ev] : T(0);
   const bool active = thread < count && value != T(0);
-  const lockstep_event<T> e = lockstep_setup(grid, active, ev, lors, bins, tof);
+  const lockstep_event<T> e = lockstep_setup<FastErfc>(grid, active, ev, lors, bins, tof);
   int first, last;
   warp_plane_span(e, first, last);
   const T v = value * e.ray.step;
@@ -396,7 +396,7 @@ __device__ void warp_aggregated_add(T *image, bool adds, I offset, T amount, int
 /// sorted events whose windows overlap do one atomic per voxel instead of
 /// one per lane. Same amounts as the other back kernels; only the rounding
 /// order of the sums differs. Needs blocks of whole warps.
-template <class T, class I, class Lors>
+template <class T, class I, class Lors, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_back_aggregated_kernel(math::image_grid<T> grid, std::size_t count,
                                   lor_order order, T *__restrict__ image, Lors lors,
@@ -407,7 +407,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::size_t ev = thread < count ? order(thread) : 0;
   const T value = thread < count ? values[ev] : T(0);
   const bool active = thread < count && value != T(0);
-  const lockstep_event<T> e = lockstep_setup(grid, active, ev, lors, bins, tof);
+  const lockstep_event<T> e = lockstep_setup<FastErfc>(grid, active, ev, lors, bins, tof);
   int first, last;
   warp_plane_span(e, first, last);
   const T v = value * e.ray.step;
