@@ -11,8 +11,13 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "resproj/core/span.hpp"
 #include "resproj/gpu/device.cuh"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/stream.cuh"
 
 namespace resproj {
 namespace test {
@@ -43,9 +48,31 @@ protected:
   }
 };
 
+/// Copies a device buffer to a new host vector (synchronises `s`).
+template <class T>
+std::vector<T> download(const ::resproj::gpu::device_buffer<T> &b,
+                        ::resproj::gpu::stream_ref s) {
+  std::vector<T> h(b.size());
+  if (!h.empty())
+    b.copy_to_host(::resproj::span<T>(h.data(), h.size()), s);
+  s.synchronize();
+  return h;
+}
+
+/// Copies a device image to a new host vector (synchronises `s`).
+template <class T>
+std::vector<T> download(const ::resproj::gpu::device_image<T> &img,
+                        ::resproj::gpu::stream_ref s) {
+  std::vector<T> h(img.size());
+  img.download(::resproj::span<T>(h.data(), h.size()), s);
+  s.synchronize();
+  return h;
+}
+
 } // namespace test
 } // namespace resproj
 
+using resproj::test::download;
 using resproj::test::gpu_test;
 
 /// Skips the current test (GTEST_SKIP, returns from the test function) when

@@ -36,15 +36,6 @@ std::vector<unsigned char> random_bytes(std::size_t n, std::uint32_t seed) {
 }
 
 template <class T>
-std::vector<T> download(const gpu::device_buffer<T> &b, gpu::stream &s) {
-  std::vector<T> host(b.size());
-  if (!host.empty())
-    b.copy_to_host(resproj::span<T>(host.data(), host.size()), s);
-  s.synchronize();
-  return host;
-}
-
-template <class T>
 gpu::device_buffer<T> upload(const std::vector<T> &host, gpu::stream &s) {
   gpu::device_buffer<T> b(host.size(), s);
   if (!host.empty())

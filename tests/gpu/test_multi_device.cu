@@ -33,21 +33,6 @@ using resproj_test_gpu::relative_error;
 // environment chose otherwise.
 const bool nvls_off = [] { return ::setenv("NCCL_NVLS_ENABLE", "0", 0) == 0; }();
 
-template <class T>
-std::vector<T> download(const gpu::device_buffer<T> &b, gpu::stream_ref s) {
-  std::vector<T> h(b.size());
-  b.copy_to_host(rp::span<T>(h.data(), h.size()), s);
-  s.synchronize();
-  return h;
-}
-
-std::vector<float> download(const gpu::device_image<float> &img, gpu::stream_ref s) {
-  std::vector<float> h(img.size());
-  img.download(rp::span<float>(h.data(), h.size()), s);
-  s.synchronize();
-  return h;
-}
-
 // ----------------------------------------------------------- host-only --
 
 TEST(multi_device_cpu, split_is_proportional_and_covers_everything) {

@@ -15,14 +15,6 @@ namespace rt = resproj_test;
 
 namespace {
 
-template <class T>
-std::vector<T> download(const gpu::device_buffer<T> &b, gpu::stream &s) {
-  std::vector<T> h(b.size());
-  b.copy_to_host(rp::span<T>(h.data(), h.size()), s);
-  s.synchronize();
-  return h;
-}
-
 TEST_F(gpu_test, detector_pairs_equal_end_points) {
   const auto g = rp::image_geometry::centred({20, 24, 10}, {2.0, 2.0, 3.0});
   const rt::detector_lor_set<float> set(5000, 45.0, 28.0, 9);
