@@ -12,8 +12,10 @@
 /// series (|l (2h + l)| < 0.04 below x = 10). Measured against double
 /// erfc (tests/math/test_tof.cpp): relative error below 1e-6 for x in
 /// [0, 9] (erfc >= 4e-37); 0 above x = 10 (erfc(10) = 2e-45 is below the
-/// smallest normal float). On the GPU about 30 instructions against about
-/// 50 for CUDA's erfcf.
+/// smallest normal float); measured maximum 6e-7 (erfcf: 2e-7). On sm_90
+/// about 30% fewer PTX instructions than CUDA's erfcf (one IEEE
+/// reciprocal and one expf instead of two reciprocals, Newton steps and
+/// a compensated exp).
 #pragma once
 
 #include "resproj/core/config.hpp"
@@ -49,7 +51,7 @@ RESPROJ_HD inline float fast_erfc(float x) noexcept {
   return t * q * (exp_of(-(h * h)) * e_d);
 }
 
-/// Double: the library erfc (the fast form is a float device).
+/// Double: the library erfc (the fast form is for float).
 RESPROJ_HD inline double fast_erfc(double x) noexcept { return erfc(x); }
 
 } // namespace math
