@@ -58,8 +58,8 @@ struct multi_options {
   lor_input input = lor_input::replicated;
   /// Relative share of each device for replicated input (empty: equal).
   std::vector<double> weights;
-  /// TOF kernel variant of the TOF back projections and list-mode forward
-  /// projections (see tof_kernel_options).
+  /// TOF kernel variant of every TOF projection (see tof_kernel_options).
+
   tof_kernel_options tof_variant;
 };
 
@@ -320,7 +320,7 @@ void forward_tof_sino(const replicated_image<T> &image, const std::vector<Lors> 
     const span<T> o = p.slice(out, bins, "out");
     const tof_params<T> t = p.tof(tof);
     if (enqueue)
-      forward_tof_sino<T>(p.image, p.src, t, o, p.opt, p.stream);
+      forward_tof_sino<T>(p.image, p.src, t, o, p.opt, m.tof_variant, p.stream);
     else
       detail::check_tof_projection<T>(p.image, p.src, t, nullptr, 0, false, o.data(),
                                       o.size(), p.src.count * bins, "out", p.opt,
