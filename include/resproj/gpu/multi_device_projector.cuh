@@ -59,7 +59,6 @@ struct multi_options {
   /// Relative share of each device for replicated input (empty: equal).
   std::vector<double> weights;
   /// TOF kernel variant of every TOF projection (see tof_kernel_options).
-
   tof_kernel_options tof_variant;
 };
 
