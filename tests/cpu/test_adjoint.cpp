@@ -161,16 +161,35 @@ TYPED_TEST(Adjoint, AccumulationStrategiesAgree) {
         {cpu::back_accumulation::thread_images, 3},
         {cpu::back_accumulation::thread_images, 1},
         {cpu::back_accumulation::thread_images, 0},
+        {cpu::back_accumulation::automatic, 2},
+        {cpu::back_accumulation::automatic, 0},
     };
     for (const auto &opt : variants) {
       const auto img = back(g, lors, y, opt);
       EXPECT_LT(rt::rel_norm_diff(img, serial), rt::bounds<T>::same_image)
-          << ng.name << ", strategy "
-          << (opt.accumulation == cpu::back_accumulation::atomic ? "atomic"
-                                                                 : "thread_images")
-          << ", " << opt.num_threads << " threads";
+          << ng.name << ", strategy " << int(opt.accumulation) << ", " << opt.num_threads
+          << " threads";
     }
   }
+}
+
+// `automatic` takes per-thread images for large calls and atomics when
+// zeroing and summing the copies would cost more than the projection.
+TEST(BackAccumulation, AutomaticChoosesByCallSize) {
+  using cpu::back_accumulation;
+  const std::int64_t voxels = 215 * 215 * 71; // the dmi image
+  EXPECT_EQ(
+      cpu::detail::choose_accumulation(back_accumulation::automatic, 4302720, voxels, 16),
+      back_accumulation::thread_images); // dmi-subset, 16 threads
+  EXPECT_EQ(
+      cpu::detail::choose_accumulation(back_accumulation::automatic, 15000, voxels, 32),
+      back_accumulation::atomic); // a small list-mode subset, 32 threads
+  EXPECT_EQ(
+      cpu::detail::choose_accumulation(back_accumulation::atomic, 4302720, voxels, 16),
+      back_accumulation::atomic); // an explicit choice is kept
+  EXPECT_EQ(
+      cpu::detail::choose_accumulation(back_accumulation::thread_images, 10, voxels, 32),
+      back_accumulation::thread_images);
 }
 
 // Back projection adds to what is in the image: twice gives double, and
