@@ -17,6 +17,7 @@
 #   --demo-args "ARGS"     arguments for the demo (stage demo runs
 #                          BUILD/examples/demo in a scratch folder; its
 #                          console output goes to demo.log, its PNG to $OUT)
+#   --build-targets "T..." build only these targets (default: all)
 #   --build-dir DIR        build directory (default build/gpu)
 #   --cmake-arg ARG        extra CMake configure argument (repeatable), e.g.
 #                          -DRESPROJ_CUDA_PER_THREAD_DEFAULT_STREAM=ON
@@ -56,6 +57,7 @@ bench_filter='.'
 bench_bin_re=''
 bench_args=''
 demo_args=''
+build_targets=''
 build_dir='build/gpu'
 jobs=$(nproc 2>/dev/null || echo 4)
 timeout_s=300
@@ -80,6 +82,8 @@ while [ $# -gt 0 ]; do
     --bench-args=*) bench_args=${1#*=}; shift ;;
     --demo-args) need_value "$@"; demo_args=$2; shift 2 ;;
     --demo-args=*) demo_args=${1#*=}; shift ;;
+    --build-targets) need_value "$@"; build_targets=$2; shift 2 ;;
+    --build-targets=*) build_targets=${1#*=}; shift ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --build-dir=*) build_dir=${1#*=}; shift ;;
     --jobs) need_value "$@"; jobs=$2; shift 2 ;;
@@ -316,7 +320,8 @@ if has_stage build; then
       -DRESPROJ_BUILD_BENCHMARKS=ON -DRESPROJ_BUILD_EXAMPLES=ON \
       ${cmake_args[@]+"${cmake_args[@]}"} &&
       echo "== cmake --build" &&
-      cmake --build "$build" -j "$jobs" -- -k 0 # keep going: one broken target
+      # shellcheck disable=SC2086
+      cmake --build "$build" -j "$jobs" ${build_targets:+--target $build_targets} -- -k 0 # keep going: one broken target
                                                   # must not stop the others
   } >"$OUT/build.log" 2>&1
   rc=$?
