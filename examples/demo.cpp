@@ -227,6 +227,7 @@ int main(int argc, char **argv) {
       gpu::device_file_io io;
       const ex::gpu_listmode_problem problem(sc, *gds, io, lm_path, corr, tof, *gs,
                                              &phases);
+      w.lap(); // the problem's phases are in the table already
       num_events = problem.count();
       auto b = problem.backend(ex::start_image(geometry, 1.f));
       b.opt.check_pointers = false; // checked once above; hot loop
