@@ -67,6 +67,8 @@
 
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
+#include "common/dmi_problems.hpp"
+#include "common/gpu_main.cuh"
 #include "common/phantom.hpp"
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/gpu/listmode_order.cuh"
@@ -80,19 +82,7 @@ namespace gpu = resproj::gpu;
 namespace rb = resproj_bench;
 namespace rs = resproj::scanner;
 
-/// DMI TOF parameters (spec/benchmark-problems.md, "TOF").
-rp::tof_params<float> dmi_tof() {
-  rp::tof_params<float> t;
-  t.num_bins = 29;
-  t.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
-  t.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 24.51 mm
-  t.num_sigmas = 3;
-  t.center_offset = 0;
-  return t;
-}
-
-constexpr std::size_t lm_events = 10000000;
-constexpr std::uint64_t lm_seed = 20261129;
+constexpr std::size_t lm_events = rb::dmi_tof_lm_events;
 
 /// Shared state: image, back image, stream.
 struct base_problem {
@@ -114,7 +104,7 @@ struct subset_problem {
   explicit subset_problem(base_problem &b) {
     const auto lors = rb::dmi_subset_lors<float>();
     count = lors.count();
-    const std::size_t nb = std::size_t(dmi_tof().num_bins);
+    const std::size_t nb = std::size_t(rb::dmi_tof<float>().num_bins);
     starts = gpu::make_device_buffer(
         rp::span<const float>(lors.starts.data(), lors.starts.size()), b.s);
     ends = gpu::make_device_buffer(
@@ -171,48 +161,10 @@ struct lm_problem {
 
   explicit lm_problem(base_problem &b) {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto scanner = rs::dmi();
-    const auto layout = rs::dmi_sinogram();
-    const int n = scanner.crystals_per_ring();
-    std::vector<double> cx(static_cast<std::size_t>(n)), cy(static_cast<std::size_t>(n));
-    for (int c = 0; c < n; ++c) {
-      const auto p = scanner.crystal_position(0, c);
-      cx[std::size_t(c)] = p[0];
-      cy[std::size_t(c)] = p[1];
-    }
-    const auto &ring_z = scanner.ring_z();
-    const std::uint64_t per_plane =
-        std::uint64_t(layout.num_views) * std::uint64_t(layout.num_radial);
-    const std::uint64_t total = per_plane * std::uint64_t(layout.num_planes());
-    std::vector<float> hs(3 * count), he(3 * count);
-    std::vector<std::int16_t> hb(count);
-    constexpr std::size_t block = 65536; // one seeded generator per block
-    const std::size_t blocks = (count + block - 1) / block;
-    rb::parallel_ranges(blocks, [&](std::size_t b0, std::size_t nblk) {
-      for (std::size_t k = b0; k < b0 + nblk; ++k) {
-        std::mt19937_64 rng(lm_seed + 7919 * k);
-        std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
-        std::uniform_int_distribution<int> bin(8, 20);
-        const std::size_t last = std::min(count, (k + 1) * block);
-        for (std::size_t i = k * block; i < last; ++i) {
-          const std::uint64_t idx = pick(rng);
-          const int plane = int(idx / per_plane);
-          const std::uint64_t rest = idx % per_plane;
-          const int view = int(rest / std::uint64_t(layout.num_radial));
-          const int radial = int(rest % std::uint64_t(layout.num_radial));
-          int c0, c1;
-          rs::detail::span1_crystal_pair(n, layout.radial_trim, view, radial, c0, c1);
-          const auto &rings = layout.planes[std::size_t(plane)];
-          hs[3 * i] = float(cx[std::size_t(c0)]);
-          hs[3 * i + 1] = float(cy[std::size_t(c0)]);
-          hs[3 * i + 2] = float(ring_z[std::size_t(rings.first)]);
-          he[3 * i] = float(cx[std::size_t(c1)]);
-          he[3 * i + 1] = float(cy[std::size_t(c1)]);
-          he[3 * i + 2] = float(ring_z[std::size_t(rings.second)]);
-          hb[i] = std::int16_t(bin(rng));
-        }
-      }
-    });
+    const rb::dmi_events events = rb::make_dmi_events(count, rb::dmi_tof_lm_seed);
+    std::vector<float> hs, he;
+    rb::end_points_of(rs::dmi().detector_centres(), events.pairs, hs, he);
+    const std::vector<std::int16_t> &hb = events.bins;
     starts = gpu::make_device_buffer(rp::span<const float>(hs.data(), hs.size()), b.s);
     ends = gpu::make_device_buffer(rp::span<const float>(he.data(), he.size()), b.s);
     bins =
@@ -256,8 +208,9 @@ struct lm_problem {
       gpu::listmode_order<float>(g, lors(), c.perm.span(), workspace.data(),
                                  workspace_bytes, s);
     else
-      gpu::listmode_order<float>(g, lors(), bins.cspan(), dmi_tof(), c.perm.span(),
-                                 workspace.data(), workspace_bytes, s, key_layout(order));
+      gpu::listmode_order<float>(g, lors(), bins.cspan(), rb::dmi_tof<float>(),
+                                 c.perm.span(), workspace.data(), workspace_bytes, s,
+                                 key_layout(order));
   }
   /// The whole one-time reorder: order, then gather LORs and bins.
   void reorder(const rp::image_geometry &g, lm_order order, gpu::stream_ref s) {
@@ -324,7 +277,7 @@ void bm_subset_forward(benchmark::State &state, gpu::launch_options opt,
   rb::guarded(state, [&] {
     base_problem &b = base();
     subset_problem &p = subset();
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     rb::time_on_stream(state, b.s, [&] {
       gpu::forward_tof_sino<float>(b.image.cview(), p.lors(), tof, p.out.span(), opt,
                                    variant, b.s);
@@ -340,7 +293,7 @@ void bm_subset_back(benchmark::State &state, gpu::launch_options opt,
   rb::guarded(state, [&] {
     base_problem &b = base();
     subset_problem &p = subset();
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     rb::time_on_stream(
         state, b.s, [&] { b.back_image.zero(b.s); },
         [&] {
@@ -373,7 +326,7 @@ void bm_lm_forward(benchmark::State &state, lm_order order, gpu::launch_options 
     rp::lor_view<const float> lors;
     rp::span<const std::int16_t> bins;
     select_events(b, p, order, lors, bins);
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     rb::time_on_stream(state, b.s, [&] {
       gpu::forward_tof_lm<float>(b.image.cview(), lors, bins, tof, p.out.span(), opt,
                                  variant, b.s);
@@ -392,7 +345,7 @@ void bm_lm_back(benchmark::State &state, lm_order order, gpu::launch_options opt
     rp::lor_view<const float> lors;
     rp::span<const std::int16_t> bins;
     select_events(b, p, order, lors, bins);
-    const auto tof = dmi_tof();
+    const auto tof = rb::dmi_tof<float>();
     rb::time_on_stream(
         state, b.s, [&] { b.back_image.zero(b.s); },
         [&] {
@@ -536,53 +489,8 @@ void register_all() {
   }
 }
 
-/// Console reporter that counts failed runs.
-class counting_reporter : public benchmark::ConsoleReporter {
-public:
-  void ReportRuns(const std::vector<Run> &runs) override {
-    for (const Run &r : runs)
-      if (rb::run_failed(r, 0))
-        ++failed_;
-    ConsoleReporter::ReportRuns(runs);
-  }
-  int failed() const { return failed_; }
-
-private:
-  int failed_ = 0;
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
-  const bool list_only = rb::lists_only(argc, argv);
-  if (!rb::initialize_with_defaults(argc, argv))
-    return 1;
-
-  const int devices = gpu::device_count();
-  if (devices == 0 && !list_only) {
-    std::printf("no CUDA device: GPU benchmarks skipped\n");
-    return 0;
-  }
-  int exit_code = 0;
-  try {
-    if (devices > 0) {
-      cudaDeviceProp prop{};
-      RESPROJ_CUDA_TRY(cudaGetDeviceProperties(&prop, gpu::current_device()));
-      benchmark::AddCustomContext("gpu", prop.name);
-    }
-    register_all();
-    counting_reporter reporter;
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    if (reporter.failed() > 0) {
-      std::printf("\n%d benchmark run(s) reported an error\n", reporter.failed());
-      exit_code = 2;
-    }
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "bench_gpu_tof: %s\n", e.what());
-    exit_code = 1;
-  }
-  std::fflush(stdout);
-  release_problems();
-  benchmark::Shutdown();
-  return exit_code;
+  return rb::gpu_main(argc, argv, "bench_gpu_tof", register_all, release_problems);
 }
