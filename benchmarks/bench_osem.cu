@@ -62,6 +62,7 @@
 #include "../examples/common/synthetic.hpp"
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
+#include "common/dmi_problems.hpp"
 #include "common/phantom.hpp"
 #include "resproj/gpu/file_io.cuh"
 #include "resproj/io/listmode_file.hpp"
@@ -79,7 +80,7 @@ namespace {
 constexpr std::size_t default_events = 40000000;
 constexpr int osem_subsets = 34;
 constexpr int osem_iterations = 2;
-constexpr std::uint64_t osem_seed = 20261130;
+constexpr std::uint64_t osem_seed = rb::dmi_lm_osem_seed;
 
 std::size_t env_count(const char *name, std::size_t fallback) {
   const char *v = std::getenv(name);
@@ -124,31 +125,11 @@ struct problem {
     corr.efficiency.assign(sc.num_detectors(), 1.f);
     corr.scale = 1;
     corr.background = 1e-3f * float(tof.num_bins);
-    const auto &layout = sc.layout;
-    const std::uint64_t per_plane =
-        std::uint64_t(layout.num_views) * std::uint64_t(layout.num_radial);
-    const std::uint64_t total = per_plane * std::uint64_t(layout.num_planes());
-    std::vector<rs::listmode_event> records(num_events);
-    constexpr std::size_t block = 65536; // one seeded generator per block
     const std::size_t n = num_events;
-    rb::parallel_ranges((n + block - 1) / block, [&](std::size_t b0, std::size_t nb) {
-      for (std::size_t k = b0; k < b0 + nb; ++k) {
-        std::mt19937_64 rng(osem_seed + 7919 * k);
-        std::uniform_int_distribution<std::uint64_t> pick(0, total - 1);
-        std::uniform_int_distribution<int> bin(8, 20);
-        const std::size_t last = std::min(n, (k + 1) * block);
-        for (std::size_t i = k * block; i < last; ++i) {
-          const std::uint64_t idx = pick(rng);
-          const int plane = int(idx / per_plane);
-          const std::uint64_t rest = idx % per_plane;
-          const auto p =
-              layout.detector_pair(plane, int(rest / std::uint64_t(layout.num_radial)),
-                                   int(rest % std::uint64_t(layout.num_radial)));
-          records[i] = rs::listmode_event::make(
-              std::uint32_t(p.first), std::uint32_t(p.second), std::int16_t(bin(rng)));
-        }
-      }
-    });
+    const rb::dmi_events events = rb::make_dmi_events(n, osem_seed);
+    const std::vector<rs::listmode_event> records = rs::pack_events(
+        rp::span<const std::int32_t>(events.pairs.data(), events.pairs.size()),
+        rp::span<const std::int16_t>(events.bins.data(), events.bins.size()));
     rp::io::write_listmode_file(
         path, rp::span<const rs::listmode_event>(records.data(), records.size()));
     std::fprintf(
