@@ -81,4 +81,10 @@ inline void write_bytes(const std::string &path,
   write_bytes(path, std::string(bytes.begin(), bytes.end()));
 }
 
+/// The bytes of `path` (empty when it cannot be opened).
+inline std::vector<unsigned char> read_byte_vector(const std::string &path) {
+  const std::string s = read_bytes(path);
+  return std::vector<unsigned char>(s.begin(), s.end());
+}
+
 } // namespace resproj_test

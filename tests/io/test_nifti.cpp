@@ -30,27 +30,6 @@ using resproj::span;
 
 using TempDir = resproj_test::temp_dir;
 
-void write_bytes(const std::string &path, const std::vector<unsigned char> &data) {
-  FILE *f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  if (!data.empty()) {
-    ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
-  }
-  std::fclose(f);
-}
-
-std::vector<unsigned char> read_bytes(const std::string &path) {
-  std::vector<unsigned char> v;
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return v;
-  int c;
-  while ((c = std::fgetc(f)) != EOF)
-    v.push_back(static_cast<unsigned char>(c));
-  std::fclose(f);
-  return v;
-}
-
 /// Builds a NIfTI-1 file byte by byte, in little- or big-endian order.
 struct nii_builder {
   bool big = false;
@@ -148,7 +127,7 @@ template <class T> void round_trip(const image_geometry &g) {
 
   // The file layout: NIfTI dim[1] = n2 (fastest), pixdim[1] = s2, srow_x
   // translation = origin[2]; data bytes are the C-ordered array as is.
-  const auto bytes = read_bytes(path);
+  const auto bytes = resproj_test::read_byte_vector(path);
   ASSERT_EQ(bytes.size(), 352 + data.size() * sizeof(T));
   std::int16_t dim1, dim3;
   float pixdim1, pixdim3, tx, tz;
@@ -200,7 +179,7 @@ TEST(nifti, hand_built_header_in_both_byte_orders) {
     for (int i = 0; i < 24; ++i)
       vals[i] = float(i) + 0.5f;
     h.data(vals);
-    write_bytes(path, h.b);
+    resproj_test::write_bytes(path, h.b);
 
     const auto info = io::read_nifti_header(path);
     EXPECT_EQ(info.order, big ? io::byte_order::big : io::byte_order::little);
@@ -227,7 +206,7 @@ TEST(nifti, int16_with_scaling_big_endian_and_4d_singleton) {
   for (int i = 0; i < 12; ++i)
     vals[i] = std::int16_t(i * 100 - 500);
   h.data(vals);
-  write_bytes(path, h.b);
+  resproj_test::write_bytes(path, h.b);
   std::vector<double> out(12);
   io::read_nifti<double>(path, span<double>(out.data(), out.size()), nullptr);
   for (int i = 0; i < 12; ++i)
@@ -235,7 +214,7 @@ TEST(nifti, int16_with_scaling_big_endian_and_4d_singleton) {
 
   // slope 0 = no scaling (inter ignored).
   h.f32(112, 0.0);
-  write_bytes(path, h.b);
+  resproj_test::write_bytes(path, h.b);
   io::read_nifti<double>(path, span<double>(out.data(), out.size()), nullptr);
   for (int i = 0; i < 12; ++i)
     EXPECT_EQ(out[i], double(vals[i]));
@@ -260,7 +239,7 @@ TEST(nifti, qform_and_negative_axes_are_flipped) {
   for (int i = 0; i < 12; ++i)
     vals[i] = i;
   h.data(vals);
-  write_bytes(path, h.b);
+  resproj_test::write_bytes(path, h.b);
   const auto info = io::read_nifti_header(path);
   EXPECT_EQ(info.geometry_source, "qform");
   EXPECT_EQ(info.flipped, (std::array<bool, 3>{false, true, false}));
@@ -289,7 +268,7 @@ TEST(nifti, pixdim_only_and_unit_conversion) {
   h.f32(88, 0.004);
   h.b[123] = 1; // NIFTI_UNITS_METER
   h.data(std::vector<float>(8, 1.0f));
-  write_bytes(path, h.b);
+  resproj_test::write_bytes(path, h.b);
   const auto g = io::read_nifti_geometry<float>(path);
   EXPECT_NEAR(g.voxel_size()[0], 4.0, 1e-6);
   EXPECT_NEAR(g.voxel_size()[2], 1.0, 1e-6);
@@ -309,7 +288,7 @@ nii_builder valid_header() {
 void expect_rejected(const std::vector<unsigned char> &bytes, const std::string &part) {
   TempDir dir;
   const std::string path = dir.file("bad.nii");
-  write_bytes(path, bytes);
+  resproj_test::write_bytes(path, bytes);
   std::vector<float> dst(24, 42.0f);
   const image_geometry g0({7, 7, 7}, {1, 1, 1}, {0, 0, 0});
   image_geometry g = g0;
@@ -326,7 +305,7 @@ TEST(nifti, rejects_truncated_corrupt_and_lying_headers) {
   {
     TempDir dir;
     const std::string path = dir.file("good.nii");
-    write_bytes(path, good);
+    resproj_test::write_bytes(path, good);
     EXPECT_NO_THROW(io::read_nifti_header(path));
   }
   expect_rejected({}, "truncated header");
@@ -428,7 +407,7 @@ TEST(nifti, rejects_oblique_and_permuted_affines) {
 TEST(nifti, wrong_destination_size_is_invalid_argument_and_untouched) {
   TempDir dir;
   const std::string path = dir.file("img.nii");
-  write_bytes(path, valid_header().b);
+  resproj_test::write_bytes(path, valid_header().b);
   std::vector<float> dst(23, 5.0f);
   EXPECT_THROW(io::read_nifti<float>(path, span<float>(dst.data(), dst.size()), nullptr),
                resproj::invalid_argument);

@@ -40,27 +40,6 @@ std::vector<unsigned char> pattern(std::size_t n, unsigned seed = 1) {
   return v;
 }
 
-void write_file(const std::string &path, const std::vector<unsigned char> &data) {
-  FILE *f = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr);
-  if (!data.empty()) {
-    ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
-  }
-  std::fclose(f);
-}
-
-std::vector<unsigned char> read_all(const std::string &path) {
-  std::vector<unsigned char> v;
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return v;
-  int c;
-  while ((c = std::fgetc(f)) != EOF)
-    v.push_back(static_cast<unsigned char>(c));
-  std::fclose(f);
-  return v;
-}
-
 /// Reads [offset, offset+bytes) with the given options, checking that chunks
 /// do not overlap, stay within the range and use valid worker indices.
 std::vector<unsigned char> read_with(const std::string &path, std::uint64_t offset,
@@ -93,7 +72,7 @@ TEST(parallel_read, identical_bytes_for_thread_counts_and_task_sizes) {
   const std::string path = dir.file("data.bin");
   const std::size_t size = 1000003; // prime: no task size divides it
   const auto data = pattern(size);
-  write_file(path, data);
+  resproj_test::write_bytes(path, data);
   for (unsigned threads : {1u, 2u, 3u, 8u})
     for (std::size_t task : {std::size_t(1) << 12, std::size_t(65536), std::size_t(77777),
                              std::size_t(4) << 20}) {
@@ -108,7 +87,7 @@ TEST(parallel_read, task_size_dividing_the_file) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(1 << 20, 2);
-  write_file(path, data);
+  resproj_test::write_bytes(path, data);
   for (unsigned threads : {1u, 3u, 8u}) {
     io::parallel_io_options opt;
     opt.threads = threads;
@@ -121,7 +100,7 @@ TEST(parallel_read, reads_at_an_offset) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(300001, 3);
-  write_file(path, data);
+  resproj_test::write_bytes(path, data);
   for (unsigned threads : {1u, 2u, 8u})
     for (std::uint64_t off :
          {std::uint64_t(1), std::uint64_t(352), std::uint64_t(123457)}) {
@@ -142,7 +121,7 @@ TEST(parallel_read, zero_and_one_byte_reads) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(1000, 4);
-  write_file(path, data);
+  resproj_test::write_bytes(path, data);
   int calls = 0;
   io::read_range(path, 0, 0,
                  [&](unsigned, std::uint64_t, const void *, std::size_t) { ++calls; });
@@ -158,7 +137,7 @@ TEST(parallel_read, zero_and_one_byte_reads) {
   }
   // An empty file: 0 bytes fine, 1 byte past the end.
   const std::string empty = dir.file("empty.bin");
-  write_file(empty, {});
+  resproj_test::write_bytes(empty, std::string());
   EXPECT_NO_THROW(read_with(empty, 0, 0, {}));
   EXPECT_THROW(read_with(empty, 0, 1, {}), resproj::io_error);
 }
@@ -179,7 +158,7 @@ template <class F> void expect_io_error(F &&f, const std::vector<std::string> &p
 TEST(parallel_read, range_beyond_eof_names_file_and_offset) {
   TempDir dir;
   const std::string path = dir.file("short.bin");
-  write_file(path, pattern(5000, 5));
+  resproj_test::write_bytes(path, pattern(5000, 5));
   auto noop = [](unsigned, std::uint64_t, const void *, std::size_t) {};
   expect_io_error([&] { io::read_range(path, 0, 5001, noop); }, {path, "5000"});
   expect_io_error([&] { io::read_range(path, 4000, 2000, noop); }, {path, "offset 5000"});
@@ -212,7 +191,7 @@ TEST(parallel_read, nonexistent_path_and_directory) {
 TEST(parallel_read, sink_exception_is_rethrown_after_workers_stop) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
-  write_file(path, pattern(1 << 20, 6));
+  resproj_test::write_bytes(path, pattern(1 << 20, 6));
   io::parallel_io_options opt;
   opt.threads = 8;
   opt.task_bytes = 4096;
@@ -246,7 +225,7 @@ TEST(parallel_read, buffer_provider_rotating_buffers) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(500000, 7);
-  write_file(path, data);
+  resproj_test::write_bytes(path, data);
   io::parallel_io_options opt;
   opt.threads = 3;
   opt.task_bytes = 40000;
@@ -323,7 +302,7 @@ TEST(parallel_read, thread_count_text_and_task_count) {
 TEST(parallel_read, overflowing_range_is_invalid_argument) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
-  write_file(path, pattern(10));
+  resproj_test::write_bytes(path, pattern(10));
   EXPECT_THROW(io::read_range(path, ~std::uint64_t(0) - 5, 10,
                               [](unsigned, std::uint64_t, const void *, std::size_t) {}),
                resproj::invalid_argument);
@@ -343,7 +322,7 @@ TEST(parallel_write, round_trip_for_thread_counts) {
           std::memcpy(buf, data.data() + pos, n);
         },
         opt, true);
-    EXPECT_EQ(read_all(path), data) << threads;
+    EXPECT_EQ(resproj_test::read_byte_vector(path), data) << threads;
   }
 }
 
@@ -351,7 +330,7 @@ TEST(parallel_write, at_an_offset_keeps_other_bytes) {
   TempDir dir;
   const std::string path = dir.file("out.bin");
   auto data = pattern(10000, 9);
-  write_file(path, data);
+  resproj_test::write_bytes(path, data);
   const auto patch = pattern(3000, 10);
   io::parallel_io_options opt;
   opt.threads = 3;
@@ -363,10 +342,10 @@ TEST(parallel_write, at_an_offset_keeps_other_bytes) {
       },
       opt);
   std::copy(patch.begin(), patch.end(), data.begin() + 2500);
-  EXPECT_EQ(read_all(path), data);
+  EXPECT_EQ(resproj_test::read_byte_vector(path), data);
   // Zero bytes: the file is opened (and created) but not changed.
   io::write_range(path, 0, 0, [](unsigned, std::uint64_t, void *, std::size_t) {});
-  EXPECT_EQ(read_all(path), data);
+  EXPECT_EQ(resproj_test::read_byte_vector(path), data);
   // A directory cannot be written.
   EXPECT_THROW(io::write_range(dir.path(), 0, 1,
                                [](unsigned, std::uint64_t, void *, std::size_t) {}),
@@ -455,7 +434,7 @@ TEST(parallel_read, persistent_pool_gives_identical_bytes_and_survives_errors) {
   const std::string path = dir.file("data.bin");
   const std::size_t size = 700001;
   const auto data = pattern(size, 9);
-  write_file(path, data);
+  resproj_test::write_bytes(path, data);
   io::io_worker_pool pool;
   for (unsigned threads : {1u, 3u, 8u, 2u}) {
     io::parallel_io_options opt;
@@ -489,7 +468,7 @@ TEST(parallel_read, persistent_pool_gives_identical_bytes_and_survives_errors) {
         std::memcpy(buf, data.data() + pos, n);
       },
       opt, true);
-  EXPECT_EQ(read_all(out), data);
+  EXPECT_EQ(resproj_test::read_byte_vector(out), data);
 }
 
 TEST(parallel_read, run_parallel_tasks_covers_each_task_once) {
