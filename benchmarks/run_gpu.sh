@@ -2,8 +2,13 @@
 # Build, test and benchmark resproj on a GPU machine, in one call.
 #
 # Usage: benchmarks/run_gpu.sh [options]
-#   --stages LIST          comma-separated subset of build,test,bench,demo
-#                          (default: build,test,bench)
+#   --stages LIST          comma-separated subset of build,test,bench,demo,
+#                          profile (default: build,test,bench)
+#   --profile-binary NAME  benchmark binary the profile stage runs under Nsight
+#                          Compute (default bench_gpu_tof)
+#   --profile-filter RE    its --benchmark_filter (default '.')
+#   --profile-kernels RE   kernels to profile (ncu -k regex:RE; default '.')
+#   --profile-count N      kernel launches to profile (default 4)
 #   --tests FILTER         GoogleTest filter for the GPU test binaries (default '*')
 #   --test-binaries REGEX  which test executables under BUILD/tests run directly
 #                          (extended regex on the file name; default '^gpu_')
@@ -33,6 +38,7 @@
 #   bench.json   all benchmark results (Google Benchmark JSON, merged per binary)
 #   chunks.csv   the chunk-size table, when a binary supports --chunk_csv
 #   demo.log     the demo's console output (stage demo), and its PNG
+#   profile.log  Nsight Compute sections of the profiled kernels (stage profile)
 #   summary.md   GPU and clocks, test table, benchmark table (medians), chunk table
 # summary.md is rewritten after every stage (so a run cut short still leaves one)
 # and printed at the end.
@@ -58,6 +64,10 @@ bench_bin_re=''
 bench_args=''
 demo_args=''
 build_targets=''
+profile_binary='bench_gpu_tof'
+profile_filter='.'
+profile_kernels='.'
+profile_count=4
 build_dir='build/gpu'
 jobs=$(nproc 2>/dev/null || echo 4)
 timeout_s=300
@@ -82,6 +92,10 @@ while [ $# -gt 0 ]; do
     --bench-args=*) bench_args=${1#*=}; shift ;;
     --demo-args) need_value "$@"; demo_args=$2; shift 2 ;;
     --demo-args=*) demo_args=${1#*=}; shift ;;
+    --profile-binary) need_value "$@"; profile_binary=$2; shift 2 ;;
+    --profile-filter) need_value "$@"; profile_filter=$2; shift 2 ;;
+    --profile-kernels) need_value "$@"; profile_kernels=$2; shift 2 ;;
+    --profile-count) need_value "$@"; profile_count=$2; shift 2 ;;
     --build-targets) need_value "$@"; build_targets=$2; shift 2 ;;
     --build-targets=*) build_targets=${1#*=}; shift ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
@@ -97,7 +111,7 @@ done
 
 has_stage() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 for s in ${stages//,/ }; do
-  case "$s" in build|test|bench|demo) ;; *) echo "run_gpu.sh: unknown stage '$s'" >&2; exit 2 ;; esac
+  case "$s" in build|test|bench|demo|profile) ;; *) echo "run_gpu.sh: unknown stage '$s'" >&2; exit 2 ;; esac
 done
 
 OUT=${OUT:-$root/out}
@@ -229,6 +243,8 @@ for path in sorted(glob.glob(os.path.join(out, "bench_*.json"))):
     if data is not None:
         per_binary[os.path.basename(path)[len("bench_"):-len(".json")]] = data
 
+if read("profile_status"):
+    lines += ["## Profile", "", "ncu: " + read("profile_status") + " (sections in profile.log)", ""]
 if read("demo_status"):
     lines += ["## Demo", "", "demo: " + read("demo_status") + " (console output in demo.log)", ""]
 lines += ["## Benchmarks (medians)", ""]
@@ -563,6 +579,35 @@ if has_stage demo; then
     rm -rf "$scratch"
     cap_file "$OUT/demo.log" $((4 * 1024 * 1024))
     log "demo: exit $rc ($((t1 - t0)) s)"
+  fi
+  write_summary
+fi
+
+# ------------------------------------------------------------- profile --
+# One benchmark binary under Nsight Compute: throughput, memory, warp-state
+# and launch sections of a few launches of the chosen kernels. Clocks are
+# left as they are (--clock-control none), as for the benchmarks.
+if has_stage profile; then
+  prof_bin="$build/benchmarks/$profile_binary"
+  ncu_bin=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
+  if [ ! -x "$prof_bin" ] || [ -z "$ncu_bin" ]; then
+    log "profile: ${ncu_bin:-ncu not found}; $prof_bin ${prof_bin:+(exists: $([ -x "$prof_bin" ] && echo yes || echo no))}"
+    echo "not run (binary or ncu missing)" >"$state/profile_status"
+    failures=$((failures + 1))
+  else
+    log "profile: ncu -k regex:$profile_kernels -c $profile_count $profile_binary --benchmark_filter=$profile_filter"
+    t0=$(date +%s)
+    timeout "$timeout_s" "$ncu_bin" --clock-control none -k "regex:$profile_kernels" \
+      -c "$profile_count" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section WarpStateStats --section LaunchStats --section Occupancy \
+      "$prof_bin" --benchmark_filter="$profile_filter" --benchmark_repetitions=1 \
+      >"$OUT/profile.log" 2>&1
+    rc=$?
+    t1=$(date +%s)
+    echo "exit $rc ($((t1 - t0)) s)" >"$state/profile_status"
+    [ $rc -ne 0 ] && failures=$((failures + 1))
+    cap_file "$OUT/profile.log" $((8 * 1024 * 1024))
+    log "profile: exit $rc ($((t1 - t0)) s)"
   fi
   write_summary
 fi
