@@ -33,10 +33,16 @@
 //                  lanes walking the union of their plane ranges in lock-step
 //   /lockstep+warp-aggregate  list-mode back, lock-step with the lanes'
 //                  amounts for one voxel summed in the warp (one atomic each)
-//   /fast-erfc     bin-edge values from math::fast_erfc (relative error
-//                  < 1e-6, ~30% fewer instructions than erfcf); combines
-//                  with the others (/lockstep+fast-erfc, ...)
+//   /exact-erfc    bin-edge values from CUDA's erfcf and an IEEE division
+//                  for the window total, instead of the default
+//                  math::fast_erfc (relative error ~1e-6, hardware rcp/exp:
+//                  ~15 instructions per edge against erfcf's ~40); combines
+//                  with the others (/lockstep+exact-erfc, ...)
 //   /tpl:G         G threads per event (LOR)
+//   /stencil[+...] list-mode back with a gpu::stencil_workspace (vector
+//                  atomics into the image's stencil layout; the reduction
+//                  into the image is timed too)
+//   /vec-loads     list-mode forward: paired vector loads of the image
 //
 // Timing: CUDA events around the work on its stream, UseManualTime, one
 // warm-up call before each timed loop, 5 repetitions, aggregates only: read
@@ -63,6 +69,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/bench_support.hpp"
@@ -89,11 +96,18 @@ struct base_problem {
   rp::image_geometry geometry = rb::reference_image_geometry();
   gpu::stream s;
   gpu::device_image<float> image, back_image;
+  std::unique_ptr<gpu::stencil_workspace<float>> stencil_ws; ///< made on first use
   base_problem() : image(geometry, s), back_image(geometry, s) {
     const auto host = rb::box_phantom<float>(geometry);
     image.upload(rp::span<const float>(host.data(), host.size()), s);
     back_image.zero(s);
     s.synchronize();
+  }
+  /// The image's stencil workspace (tof_kernel_options::stencil).
+  gpu::stencil_workspace_ref stencil() {
+    if (!stencil_ws)
+      stencil_ws = std::make_unique<gpu::stencil_workspace<float>>(geometry, s);
+    return stencil_ws->ref();
   }
 };
 
@@ -358,6 +372,14 @@ void bm_lm_back(benchmark::State &state, lm_order order, gpu::launch_options opt
   });
 }
 
+/// `bm_lm_back` with `variant.stencil` = the image's stencil workspace
+/// (allocated outside the timed region).
+void bm_lm_back_stencil(benchmark::State &state, lm_order order, gpu::launch_options opt,
+                        gpu::tof_kernel_options variant) {
+  rb::guarded(state, [&] { variant.stencil = base().stencil(); });
+  bm_lm_back(state, order, opt, variant);
+}
+
 void bm_reorder(benchmark::State &state, bool order_only, lm_order order) {
   rb::guarded(state, [&] {
     base_problem &b = base();
@@ -382,11 +404,15 @@ void register_all() {
   lockstep.lockstep = true;
   aggregate.lockstep = true;
   aggregate.warp_aggregate = true;
-  gpu::tof_kernel_options fast = defaults;
-  fast.fast_erfc = true;
-  gpu::tof_kernel_options lockstep_fast = lockstep, aggregate_fast = aggregate;
-  lockstep_fast.fast_erfc = true;
-  aggregate_fast.fast_erfc = true;
+  // Exact erfc (the defaults use math::fast_erfc for float).
+  gpu::tof_kernel_options exact = defaults;
+  exact.fast_erfc = false;
+  gpu::tof_kernel_options lockstep_exact = lockstep, aggregate_exact = aggregate;
+  lockstep_exact.fast_erfc = false;
+  aggregate_exact.fast_erfc = false;
+  gpu::tof_kernel_options loads = defaults, lockstep_loads = lockstep;
+  loads.vector_loads = true;
+  lockstep_loads.vector_loads = true;
   gpu::launch_options rows;
   rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward,
@@ -401,14 +427,14 @@ void register_all() {
                                   bm_subset_back, rows, sino_vec));
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/vec-atomics", bm_subset_back,
                                   automatic, sino_vec));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/fast-erfc",
-                                  bm_subset_forward, automatic, fast));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/rows/fast-erfc",
-                                  bm_subset_forward, rows, fast));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/fast-erfc", bm_subset_back,
-                                  automatic, fast));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/fast-erfc",
-                                  bm_subset_back, rows, fast));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/exact-erfc",
+                                  bm_subset_forward, automatic, exact));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/rows/exact-erfc",
+                                  bm_subset_forward, rows, exact));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/exact-erfc", bm_subset_back,
+                                  automatic, exact));
+  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/exact-erfc",
+                                  bm_subset_back, rows, exact));
   for (int g : {1, 4}) {
     gpu::launch_options opt;
     opt.threads_per_lor = g;
@@ -448,19 +474,31 @@ void register_all() {
                                     automatic, lockstep));
     rb::configure(RegisterBenchmark((n + "/back/lockstep+warp-aggregate").c_str(),
                                     bm_lm_back, o.order, automatic, aggregate));
-    rb::configure(RegisterBenchmark((n + "/forward/fast-erfc").c_str(), bm_lm_forward,
-                                    o.order, automatic, fast));
-    rb::configure(RegisterBenchmark((n + "/back/fast-erfc").c_str(), bm_lm_back, o.order,
-                                    automatic, fast));
+    rb::configure(RegisterBenchmark((n + "/forward/exact-erfc").c_str(), bm_lm_forward,
+                                    o.order, automatic, exact));
+    rb::configure(RegisterBenchmark((n + "/back/exact-erfc").c_str(), bm_lm_back, o.order,
+                                    automatic, exact));
+    rb::configure(RegisterBenchmark((n + "/forward/vec-loads").c_str(), bm_lm_forward,
+                                    o.order, automatic, loads));
+    for (const auto &sv : {std::pair<const char *, gpu::tof_kernel_options>{"", defaults},
+                           {"+lockstep", lockstep},
+                           {"+lockstep+exact-erfc", lockstep_exact}}) {
+      if (o.order == lm_order::random && sv.second.lockstep)
+        continue;
+      rb::configure(RegisterBenchmark((n + "/back/stencil" + sv.first).c_str(),
+                                      bm_lm_back_stencil, o.order, automatic, sv.second));
+    }
     if (o.order == lm_order::random)
       continue; // lock-step is for sorted events
-    rb::configure(RegisterBenchmark((n + "/forward/lockstep+fast-erfc").c_str(),
-                                    bm_lm_forward, o.order, automatic, lockstep_fast));
-    rb::configure(RegisterBenchmark((n + "/back/lockstep+fast-erfc").c_str(), bm_lm_back,
-                                    o.order, automatic, lockstep_fast));
+    rb::configure(RegisterBenchmark((n + "/forward/lockstep+exact-erfc").c_str(),
+                                    bm_lm_forward, o.order, automatic, lockstep_exact));
+    rb::configure(RegisterBenchmark((n + "/back/lockstep+exact-erfc").c_str(), bm_lm_back,
+                                    o.order, automatic, lockstep_exact));
+    rb::configure(RegisterBenchmark((n + "/forward/lockstep+vec-loads").c_str(),
+                                    bm_lm_forward, o.order, automatic, lockstep_loads));
     rb::configure(
-        RegisterBenchmark((n + "/back/lockstep+warp-aggregate+fast-erfc").c_str(),
-                          bm_lm_back, o.order, automatic, aggregate_fast));
+        RegisterBenchmark((n + "/back/lockstep+warp-aggregate+exact-erfc").c_str(),
+                          bm_lm_back, o.order, automatic, aggregate_exact));
   }
   for (int g : {1, 4}) {
     gpu::launch_options opt;

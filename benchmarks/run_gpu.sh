@@ -6,7 +6,8 @@
 #                          profile (default: build,test,bench)
 #   --profile-binary NAME  benchmark binary the profile stage runs under Nsight
 #                          Compute (default bench_gpu_tof)
-#   --profile-filter RE    its --benchmark_filter (default '.')
+#   --profile-filter RE    its --benchmark_filter (default '.'); repeatable:
+#                          one ncu run per filter, all into profile.log
 #   --profile-kernels RE   kernels to profile (ncu -k regex:RE; default '.')
 #   --profile-count N      kernel launches to profile (default 4)
 #   --tests FILTER         GoogleTest filter for the GPU test binaries (default '*')
@@ -65,7 +66,7 @@ bench_args=''
 demo_args=''
 build_targets=''
 profile_binary='bench_gpu_tof'
-profile_filter='.'
+profile_filters=()
 profile_kernels='.'
 profile_count=4
 build_dir='build/gpu'
@@ -93,7 +94,7 @@ while [ $# -gt 0 ]; do
     --demo-args) need_value "$@"; demo_args=$2; shift 2 ;;
     --demo-args=*) demo_args=${1#*=}; shift ;;
     --profile-binary) need_value "$@"; profile_binary=$2; shift 2 ;;
-    --profile-filter) need_value "$@"; profile_filter=$2; shift 2 ;;
+    --profile-filter) need_value "$@"; profile_filters+=("$2"); shift 2 ;;
     --profile-kernels) need_value "$@"; profile_kernels=$2; shift 2 ;;
     --profile-count) need_value "$@"; profile_count=$2; shift 2 ;;
     --build-targets) need_value "$@"; build_targets=$2; shift 2 ;;
@@ -595,19 +596,27 @@ if has_stage profile; then
     echo "not run (binary or ncu missing)" >"$state/profile_status"
     failures=$((failures + 1))
   else
-    log "profile: ncu -k regex:$profile_kernels -c $profile_count $profile_binary --benchmark_filter=$profile_filter"
+    [ ${#profile_filters[@]} -eq 0 ] && profile_filters=('.')
+    : >"$OUT/profile.log"
     t0=$(date +%s)
-    timeout "$timeout_s" "$ncu_bin" --clock-control none -k "regex:$profile_kernels" \
-      -c "$profile_count" --section SpeedOfLight --section MemoryWorkloadAnalysis \
-      --section WarpStateStats --section LaunchStats --section Occupancy \
-      "$prof_bin" --benchmark_filter="$profile_filter" --benchmark_repetitions=1 \
-      >"$OUT/profile.log" 2>&1
-    rc=$?
+    prof_rc=0
+    for pf in "${profile_filters[@]}"; do
+      log "profile: ncu -k regex:$profile_kernels -c $profile_count $profile_binary --benchmark_filter=$pf"
+      echo "#### profile: $profile_binary --benchmark_filter='$pf' (kernels '$profile_kernels', $profile_count launches)" >>"$OUT/profile.log"
+      timeout "$timeout_s" "$ncu_bin" --clock-control none -k "regex:$profile_kernels" \
+        -c "$profile_count" --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section ComputeWorkloadAnalysis --section SchedulerStats \
+        --section WarpStateStats --section LaunchStats --section Occupancy \
+        "$prof_bin" --benchmark_filter="$pf" --benchmark_repetitions=1 \
+        >>"$OUT/profile.log" 2>&1
+      rc=$?
+      [ $rc -ne 0 ] && prof_rc=$rc
+    done
     t1=$(date +%s)
-    echo "exit $rc ($((t1 - t0)) s)" >"$state/profile_status"
-    [ $rc -ne 0 ] && failures=$((failures + 1))
+    echo "exit $prof_rc ($((t1 - t0)) s, ${#profile_filters[@]} filter(s))" >"$state/profile_status"
+    [ $prof_rc -ne 0 ] && failures=$((failures + 1))
     cap_file "$OUT/profile.log" $((8 * 1024 * 1024))
-    log "profile: exit $rc ($((t1 - t0)) s)"
+    log "profile: exit $prof_rc ($((t1 - t0)) s)"
   fi
   write_summary
 fi

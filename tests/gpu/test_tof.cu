@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <numeric>
@@ -195,23 +196,38 @@ TYPED_TEST(gpu_tof, matches_cpu) {
                             aggregated_fast = aggregated;
     lockstep_fast.fast_erfc = true;
     aggregated_fast.fast_erfc = true;
+    // The stencil layout (the cases' random LORs include principal axis 2,
+    // which falls back to the image): with the defaults, lock-step, the
+    // plain sample order and fast erfc.
+    gpu::stencil_workspace<T> ws(h.g, s);
+    gpu::tof_kernel_options stencil, stencil_lockstep = lockstep_default,
+                                     stencil_plain = plain, stencil_fast = fast;
+    for (auto *o : {&stencil, &stencil_lockstep, &stencil_plain, &stencil_fast})
+      o->stencil = ws.ref();
+    // Vector loads in the list-mode forward (float only; double ignores it).
+    gpu::tof_kernel_options loads, loads_plain = plain, loads_lockstep = lockstep_default;
+    for (auto *o : {&loads, &loads_plain, &loads_lockstep})
+      o->vector_loads = true;
     for (const variant &v : variants)
       for (const gpu::tof_kernel_options &kv :
            {plain, gpu::tof_kernel_options{}, all_on, lockstep, lockstep_default,
-            aggregated, fast, fast_plain, lockstep_fast, aggregated_fast}) {
+            aggregated, fast, fast_plain, lockstep_fast, aggregated_fast, stencil,
+            stencil_lockstep, stencil_plain, stencil_fast, loads, loads_plain,
+            loads_lockstep}) {
         gpu::launch_options opt;
         opt.threads_per_lor = v.tpl;
         opt.wide_index = v.wide;
         opt.rows = v.rows;
-        const std::string what = "case bins " + std::to_string(c.num_bins) + ", tpl " +
-                                 std::to_string(v.tpl) + (v.wide ? " wide" : "") +
-                                 ", rows " + std::to_string(v.rows) +
-                                 (kv.vector_atomics ? ", vector atomics" : "") +
-                                 (kv.sample_first ? ", sample first" : "") +
-                                 (kv.lockstep ? ", lock-step" : "") +
-                                 (kv.sino_vector_atomics ? ", sino vector atomics" : "") +
-                                 (kv.warp_aggregate ? ", warp aggregate" : "") +
-                                 (kv.fast_erfc ? ", fast erfc" : "");
+        const std::string what =
+            "case bins " + std::to_string(c.num_bins) + ", tpl " + std::to_string(v.tpl) +
+            (v.wide ? " wide" : "") + ", rows " + std::to_string(v.rows) +
+            (kv.vector_atomics ? ", vector atomics" : "") +
+            (kv.sample_first ? ", sample first" : "") +
+            (kv.lockstep ? ", lock-step" : "") +
+            (kv.sino_vector_atomics ? ", sino vector atomics" : "") +
+            (kv.warp_aggregate ? ", warp aggregate" : "") +
+            (kv.fast_erfc ? ", fast erfc" : "") + (kv.stencil ? ", stencil layout" : "") +
+            (kv.vector_loads ? ", vector loads" : "");
         d_sino.fill(T(-1), s);
         gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, kv, s);
         EXPECT_LT(relative_error(download(d_sino, s), cpu_sino, n * nb / 10000),
@@ -238,6 +254,10 @@ TYPED_TEST(gpu_tof, matches_cpu) {
                   10 * tolerance<T>::value)
             << "back_tof_lm, " << what;
       }
+    // Every call left the workspace zero, as documented.
+    const auto left = download(ws.buffer(), s);
+    EXPECT_EQ(std::count(left.begin(), left.end(), T(0)), std::ptrdiff_t(left.size()))
+        << "the stencil workspace is not zero after the calls";
   }
 }
 
@@ -288,10 +308,12 @@ TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
       const auto sino = download(d_sino, s);
       const auto lm = download(d_lm, s);
       // Sample first (the default) adds the same terms in the same order as
-      // weight first: identical.
+      // weight first (with the default's erfc): identical.
+      gpu::tof_kernel_options weight_first = gpu::tof_kernel_options::plain();
+      weight_first.fast_erfc = gpu::tof_kernel_options{}.fast_erfc;
       d_lm.fill(T(-1), s);
       gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
-                             gpu::tof_kernel_options::plain(), s);
+                             weight_first, s);
       EXPECT_EQ(download(d_lm, s), lm) << "weight first, bins " << c.num_bins;
       if (tpl == 1) {
         // Warp lock-step: each lane adds its own planes in the same order as
@@ -697,6 +719,29 @@ TEST_F(gpu_test, tof_rejects_bad_arguments_before_writing) {
   expect_invalid(
       [&] { gpu::forward_tof_lm<T>(d.image, lors, bins, d.tof, lm_out, bad, s); },
       "options.rows");
+
+  // Stencil workspaces of another geometry, element type or emptiness.
+  {
+    auto small_shape = h.g.shape();
+    small_shape[0] -= 1;
+    gpu::stencil_workspace<T> small(
+        rp::image_geometry(small_shape, h.g.voxel_size(), h.g.origin()), s);
+    gpu::stencil_workspace<double> wrong_type(h.g, s);
+    gpu::tof_kernel_options kv;
+    kv.stencil = small.ref();
+    expect_invalid(
+        [&] {
+          gpu::back_tof_lm<T>(d_bp, lors, bins, d.tof, d.lm_values.cspan(), {}, kv, s);
+        },
+        "variant.stencil");
+    kv.stencil = wrong_type.ref();
+    expect_invalid(
+        [&] {
+          gpu::back_tof_lm<T>(d_bp, lors, bins, d.tof, d.lm_values.cspan(), {}, kv, s);
+        },
+        "variant.stencil");
+    s.synchronize();
+  }
 
   const auto check = download(d_out, s);
   for (T v : check)

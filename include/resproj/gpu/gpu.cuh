@@ -19,5 +19,6 @@
 #include "resproj/gpu/multi_device_streamer.cuh"
 #include "resproj/gpu/pinned_buffer.cuh"
 #include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stencil_workspace.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/gpu/tof_projector.cuh"

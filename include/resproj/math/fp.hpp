@@ -18,6 +18,9 @@ RESPROJ_HD inline float abs_of(float x) { return fabsf(x); }
 RESPROJ_HD inline double abs_of(double x) { return fabs(x); }
 RESPROJ_HD inline float sqrt_of(float x) { return sqrtf(x); }
 RESPROJ_HD inline double sqrt_of(double x) { return sqrt(x); }
+/// `a * b + c` with one rounding.
+RESPROJ_HD inline float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+RESPROJ_HD inline double fma_of(double a, double b, double c) { return fma(a, b, c); }
 
 /// `a * b` rounded on its own: never contracted with a following add into
 /// an FMA, whatever the compiler flags (-ffp-contract, nvcc --fmad). Used

@@ -159,34 +159,56 @@ template <class T> RESPROJ_HD bool fits_32bit_index(const image_grid<T> &g) noex
   return g.shape[0] * g.stride[0] + g.stride[0] < (std::int64_t(1) << 31) - 1;
 }
 
+/// Lower neighbour `(iu, iv)` of the sample on plane p (fractional voxel
+/// indices floored; -1 .. size - 1 inside the box) and its four bilinear
+/// weights, in the order (iu, iv), (iu + 1, iv), (iu, iv + 1),
+/// (iu + 1, iv + 1); out-of-image neighbours get weight 0.
+template <class I, class T> struct bilinear_point {
+  I iu, iv;
+  T weight[4];
+};
+
+/// `bilinear_point` of the sample on plane p: the one place where the
+/// bilinear weights are formed (every stencil and layout uses it).
 template <class I = std::int64_t, class T>
-RESPROJ_HD bilinear_stencil<I, T> stencil_at(const joseph_ray<T> &r,
-                                             std::int64_t p) noexcept {
+RESPROJ_HD bilinear_point<I, T> bilinear_at(const joseph_ray<T> &r,
+                                            std::int64_t p) noexcept {
   const T u = r.u0 + T(p) * r.du;
   const T v = r.v0 + T(p) * r.dv;
   const T fu_floor = floor_of(u), fv_floor = floor_of(v);
-  const I iu = I(fu_floor), iv = I(fv_floor);
+  bilinear_point<I, T> q;
+  q.iu = I(fu_floor);
+  q.iv = I(fv_floor);
   const I size_u = I(r.size_u), size_v = I(r.size_v);
-  const I stride_u = I(r.stride_u), stride_v = I(r.stride_v);
   const T wu1 = u - fu_floor, wv1 = v - fv_floor;
   const T wu0 = T(1) - wu1, wv0 = T(1) - wv1;
-  const bool u0_in = iu >= 0 && iu < size_u;
-  const bool u1_in = iu >= -1 && iu < size_u - 1;
-  const bool v0_in = iv >= 0 && iv < size_v;
-  const bool v1_in = iv >= -1 && iv < size_v - 1;
-  const I base = I(p) * I(r.stride_plane) + iu * stride_u + iv * stride_v;
+  const bool u0_in = q.iu >= 0 && q.iu < size_u;
+  const bool u1_in = q.iu >= -1 && q.iu < size_u - 1;
+  const bool v0_in = q.iv >= 0 && q.iv < size_v;
+  const bool v1_in = q.iv >= -1 && q.iv < size_v - 1;
+  q.weight[0] = (u0_in && v0_in) ? wu0 * wv0 : T(0);
+  q.weight[1] = (u1_in && v0_in) ? wu1 * wv0 : T(0);
+  q.weight[2] = (u0_in && v1_in) ? wu0 * wv1 : T(0);
+  q.weight[3] = (u1_in && v1_in) ? wu1 * wv1 : T(0);
+  return q;
+}
+
+template <class I = std::int64_t, class T>
+RESPROJ_HD bilinear_stencil<I, T> stencil_at(const joseph_ray<T> &r,
+                                             std::int64_t p) noexcept {
+  const bilinear_point<I, T> q = bilinear_at<I>(r, p);
+  const I stride_u = I(r.stride_u), stride_v = I(r.stride_v);
+  const I base = I(p) * I(r.stride_plane) + q.iu * stride_u + q.iv * stride_v;
   bilinear_stencil<I, T> s;
   s.offset[0] = base;
   s.offset[1] = base + stride_u;
   s.offset[2] = base + stride_v;
   s.offset[3] = base + stride_u + stride_v;
-  s.weight[0] = (u0_in && v0_in) ? wu0 * wv0 : T(0);
-  s.weight[1] = (u1_in && v0_in) ? wu1 * wv0 : T(0);
-  s.weight[2] = (u0_in && v1_in) ? wu0 * wv1 : T(0);
-  s.weight[3] = (u1_in && v1_in) ? wu1 * wv1 : T(0);
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 4; ++i) {
+    s.weight[i] = q.weight[i];
     if (s.weight[i] == T(0))
       s.offset[i] = 0; // never dereference outside the image
+  }
   return s;
 }
 

@@ -27,8 +27,10 @@ template <class T> struct tof_lor {
   T half_range;     ///< (N - 1) / 2
   T reach;          ///< n_sigma * sigma / w, in bins
   T inv_edge_scale; ///< 1 / (sqrt(2) sigma)
-  /// Edge values from `fast_erfc` (float: cheaper, relative error < 1e-6)
-  /// instead of the library erfc. Off unless a caller opts in.
+  /// Edge values from `fast_erfc` and the window's reciprocal from
+  /// `approx_reciprocal` (float: far cheaper on the GPU, relative error
+  /// ~1e-6) instead of the library erfc and an IEEE division. Off unless
+  /// a caller opts in (the GPU float kernels do by default).
   bool fast_erfc = false;
 };
 
@@ -84,6 +86,13 @@ template <class T> RESPROJ_HD T edge_value(const tof_lor<T> &t, T x) noexcept {
   return t.fast_erfc ? fast_erfc(abs_of(x)) : erfc_of(abs_of(x));
 }
 
+/// 1 / total of a window, with the LOR's choice (`tof_lor::fast_erfc`:
+/// the hardware reciprocal on the device, whose ~1 ulp is below the fast
+/// edge values' error; the total is in (0, 2]).
+template <class T> RESPROJ_HD T window_scale(const tof_lor<T> &t, T total) noexcept {
+  return t.fast_erfc ? approx_reciprocal(total) : T(1) / total;
+}
+
 /// erf(a) - erf(b) for a >= b, from ga = erfc(|a|), gb = erfc(|b|):
 /// both >= 0: erfc(b) - erfc(a); both <= 0: erfc(-a) - erfc(-b);
 /// otherwise 2 - erfc(|a|) - erfc(|b|). No cancellation in the tails.
@@ -127,7 +136,7 @@ RESPROJ_HD void for_each_tof_weight(const tof_lor<T> &t, T s, F &&f) noexcept {
   const T total = edge_difference(x_first, g_first, x_end, g_end);
   if (!(total > T(0)))
     return;
-  const T scale = T(1) / total; // K_j / W = (erf diff_j / 2) / (erf diff / 2)
+  const T scale = window_scale(t, total); // K_j / W = erf diff_j / erf diff
   T x = x_first, g = g_first;
   if (lo != first) {
     x = edge_coordinate(t, s, lo);
@@ -162,7 +171,7 @@ RESPROJ_HD T tof_weight(const tof_lor<T> &t, T s, std::int64_t bin) noexcept {
       edge_difference(x_first, edge_value(t, x_first), x_end, edge_value(t, x_end));
   if (!(total > T(0)))
     return T(0);
-  const T scale = T(1) / total; // as for_each_tof_weight: the same value bit for bit
+  const T scale = window_scale(t, total); // as for_each_tof_weight, bit for bit
   const T xa = edge_coordinate(t, s, j), xb = edge_coordinate(t, s, j + 1);
   return edge_difference(xa, edge_value(t, xa), xb, edge_value(t, xb)) * scale;
 }

@@ -103,16 +103,78 @@ struct paired_atomic_add {
   }
 };
 
+/// Image source of the list-mode forward kernels for float images
+/// (`tof_kernel_options::vector_loads`): reads the two bilinear neighbours
+/// that are adjacent in memory (axis 2, i.e. principal axis 0 or 1) with
+/// one float2 load when the pair is 8-byte aligned, one float4 load when it
+/// starts 4 bytes into a 16-byte group (and the vector stays inside the
+/// image), two scalar loads otherwise. A `math::sample_of` overload: the
+/// same values and the same sum order as `math::sample`.
+struct paired_image_source {
+  const float *image;
+  std::int64_t extent; ///< elements of the image array
+};
+
+/// `lo = image[o]` if `lo_in`, `hi = image[o + 1]` if `hi_in` (else 0),
+/// as one vector load where possible (see `paired_image_source`).
+template <class I>
+__device__ void load_pair(const float *image, std::int64_t extent, I o, bool lo_in,
+                          bool hi_in, float &lo, float &hi) {
+  lo = 0.f;
+  hi = 0.f;
+  const float *p = image + o;
+  if (lo_in && hi_in) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(p);
+    if ((addr & 7u) == 0) {
+      const float2 v = __ldg(reinterpret_cast<const float2 *>(p));
+      lo = v.x;
+      hi = v.y;
+      return;
+    }
+    if ((addr & 15u) == 4 && std::int64_t(o) >= 1 && std::int64_t(o) + 2 < extent) {
+      const float4 v = __ldg(reinterpret_cast<const float4 *>(p - 1));
+      lo = v.y;
+      hi = v.z;
+      return;
+    }
+  }
+  if (lo_in)
+    lo = __ldg(p);
+  if (hi_in)
+    hi = __ldg(p + 1);
+}
+
+template <class I = std::int64_t>
+__device__ float sample_of(const paired_image_source &src,
+                           const math::joseph_ray<float> &r, std::int64_t p) {
+  if (r.stride_v != 1)
+    return math::sample<I>(src.image, r, p);
+  const math::bilinear_point<I, float> q = math::bilinear_at<I>(r, p);
+  const I base = I(p) * I(r.stride_plane) + q.iu * I(r.stride_u) + q.iv;
+  float v[4]; // (iu, iv), (iu + 1, iv), (iu, iv + 1), (iu + 1, iv + 1)
+  load_pair(src.image, src.extent, base, q.weight[0] != 0.f, q.weight[2] != 0.f, v[0],
+            v[2]);
+  load_pair(src.image, src.extent, base + I(r.stride_u), q.weight[1] != 0.f,
+            q.weight[3] != 0.f, v[1], v[3]);
+  float acc = 0; // math::sample's terms and order
+  for (int i = 0; i < 4; ++i)
+    if (q.weight[i] != 0.f)
+      acc += q.weight[i] * v[i];
+  return acc;
+}
+
 /// The atomic adder of the back kernels: vector pairs or plain.
 template <bool Paired> struct back_adder {
-  template <class T> __device__ static atomic_add make(const math::image_grid<T> &) {
+  template <class T> RESPROJ_HD static atomic_add make(const math::image_grid<T> &) {
     return {};
   }
 };
 template <> struct back_adder<true> {
   template <class T>
-  __device__ static paired_atomic_add make(const math::image_grid<T> &g) {
-    return {g.shape[0] * g.stride[0]};
+  RESPROJ_HD static paired_atomic_add make(const math::image_grid<T> &g) {
+    paired_atomic_add a;
+    a.extent = g.shape[0] * g.stride[0];
+    return a;
   }
 };
 
@@ -187,14 +249,14 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// List-mode forward: `out[i]` = TOF value of event i's LOR at its bin,
 /// visiting only the planes of `tof_plane_range` (math::forward_tof_lm_planes;
-/// `SampleFirst` as there).
+/// `SampleFirst` as there). `Src`: the image pointer, or a
+/// `stencil_source` (the image's stencil-layout copy).
 template <class T, class I, int G, class Lors, bool SampleFirst = false,
-          bool FastErfc = false>
+          bool FastErfc = false, class Src = const T *>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
-                          const T *__restrict__ image, Lors lors,
-                          const std::int16_t *__restrict__ bins, tof_params<T> tof,
-                          T *__restrict__ out) {
+                          Src image, Lors lors, const std::int16_t *__restrict__ bins,
+                          tof_params<T> tof, T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -213,13 +275,14 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 }
 
 /// List-mode back: transpose of `tof_lm_forward_kernel`
-/// (math::back_tof_lm_planes). `Paired`: vector atomics.
-template <class T, class I, int G, class Lors, bool Paired = false, bool FastErfc = false>
+/// (math::back_tof_lm_planes) through the atomic adder `add`
+/// (`atomic_add`, `paired_atomic_add` or `stencil_atomic_add`).
+template <class T, class I, int G, class Lors, class Add, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                        T *__restrict__ image, Lors lors,
                        const std::int16_t *__restrict__ bins, tof_params<T> tof,
-                       const T *__restrict__ values) {
+                       const T *__restrict__ values, Add add) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -235,8 +298,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   lors.load(ev, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   const math::tof_lor<T> tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, ev));
-  math::back_tof_lm_planes<I>(image, ray, tl, bin, value, ray.first_plane + lane, G,
-                              back_adder<Paired>::make(grid));
+  math::back_tof_lm_planes<I>(image, ray, tl, bin, value, ray.first_plane + lane, G, add);
 }
 
 /// Plane range of one lane of a lock-step list-mode kernel: event `ev`'s
@@ -282,11 +344,12 @@ __device__ void warp_plane_span(const lockstep_event<T> &e, int &first, int &las
 /// value as the one-thread-per-event `tof_lm_forward_kernel`). With events
 /// sorted by direction and TOF position, a warp's loads of one plane then
 /// fall into a few cache lines. Needs blocks of whole warps.
-template <class T, class I, class Lors, bool SampleFirst, bool FastErfc = false>
+template <class T, class I, class Lors, bool SampleFirst, bool FastErfc = false,
+          class Src = const T *>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_forward_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
-                                   lor_order order, const T *__restrict__ image,
-                                   Lors lors, const std::int16_t *__restrict__ bins,
+                                   lor_order order, Src image, Lors lors,
+                                   const std::int16_t *__restrict__ bins,
                                    tof_params<T> tof, T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool active = thread < count; // no early return: the warp reduces below
@@ -305,12 +368,12 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 /// List-mode back, warp lock-step: transpose of
 /// `tof_lm_forward_lockstep_kernel` (a warp's atomics of one plane fall
 /// into few cache lines for sorted events).
-template <class T, class I, class Lors, bool Paired, bool FastErfc = false>
+template <class T, class I, class Lors, class Add, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_back_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
                                 lor_order order, T *__restrict__ image, Lors lors,
                                 const std::int16_t *__restrict__ bins, tof_params<T> tof,
-                                const T *__restrict__ values) {
+                                const T *__restrict__ values, Add add) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t ev = thread < count ? order(thread) : 0;
   const T value = thread < count ? values[ev] : T(0);
@@ -319,7 +382,6 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   int first, last;
   warp_plane_span(e, first, last);
   const T v = value * e.ray.step;
-  const auto add = back_adder<Paired>::make(grid);
   for (int p = first; p <= last; ++p)
     if (p >= e.lo && p <= e.hi)
       math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p, add);
