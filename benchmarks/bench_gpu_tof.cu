@@ -39,10 +39,11 @@
 //                  ~15 instructions per edge against erfcf's ~40); combines
 //                  with the others (/lockstep+exact-erfc, ...)
 //   /tpl:G         G threads per event (LOR)
-//   /stencil[+...] list-mode back with a gpu::stencil_workspace (vector
-//                  atomics into the image's stencil layout; the reduction
-//                  into the image is timed too)
+//   /stencil[-w4][+...]  back projection with a gpu::stencil_workspace of
+//                  width 2 (-w4: width 4): vector atomics into the image's
+//                  stencil layout; the reduction into the image is timed too
 //   /vec-loads     list-mode forward: paired vector loads of the image
+//   /weight-first+vec-loads  the same with the TOF weight evaluated first
 //
 // Timing: CUDA events around the work on its stream, UseManualTime, one
 // warm-up call before each timed loop, 5 repetitions, aggregates only: read
@@ -96,18 +97,20 @@ struct base_problem {
   rp::image_geometry geometry = rb::reference_image_geometry();
   gpu::stream s;
   gpu::device_image<float> image, back_image;
-  std::unique_ptr<gpu::stencil_workspace<float>> stencil_ws; ///< made on first use
+  /// Stencil workspaces of width 2 and 4, made on first use.
+  std::unique_ptr<gpu::stencil_workspace<float>> stencil_ws, stencil_ws4;
   base_problem() : image(geometry, s), back_image(geometry, s) {
     const auto host = rb::box_phantom<float>(geometry);
     image.upload(rp::span<const float>(host.data(), host.size()), s);
     back_image.zero(s);
     s.synchronize();
   }
-  /// The image's stencil workspace (tof_kernel_options::stencil).
-  gpu::stencil_workspace_ref stencil() {
-    if (!stencil_ws)
-      stencil_ws = std::make_unique<gpu::stencil_workspace<float>>(geometry, s);
-    return stencil_ws->ref();
+  /// The image's stencil workspace of `width` (tof_kernel_options::stencil).
+  gpu::stencil_workspace_ref stencil(int width) {
+    auto &w = width == 4 ? stencil_ws4 : stencil_ws;
+    if (!w)
+      w = std::make_unique<gpu::stencil_workspace<float>>(geometry, s, width);
+    return w->ref();
   }
 };
 
@@ -372,12 +375,17 @@ void bm_lm_back(benchmark::State &state, lm_order order, gpu::launch_options opt
   });
 }
 
-/// `bm_lm_back` with `variant.stencil` = the image's stencil workspace
-/// (allocated outside the timed region).
+/// `bm_lm_back` / `bm_subset_back` with `variant.stencil` = the image's
+/// stencil workspace of `width` (allocated outside the timed region).
 void bm_lm_back_stencil(benchmark::State &state, lm_order order, gpu::launch_options opt,
-                        gpu::tof_kernel_options variant) {
-  rb::guarded(state, [&] { variant.stencil = base().stencil(); });
+                        gpu::tof_kernel_options variant, int width) {
+  rb::guarded(state, [&] { variant.stencil = base().stencil(width); });
   bm_lm_back(state, order, opt, variant);
+}
+void bm_subset_back_stencil(benchmark::State &state, gpu::launch_options opt,
+                            gpu::tof_kernel_options variant, int width) {
+  rb::guarded(state, [&] { variant.stencil = base().stencil(width); });
+  bm_subset_back(state, opt, variant);
 }
 
 void bm_reorder(benchmark::State &state, bool order_only, lm_order order) {
@@ -413,6 +421,8 @@ void register_all() {
   gpu::tof_kernel_options loads = defaults, lockstep_loads = lockstep;
   loads.vector_loads = true;
   lockstep_loads.vector_loads = true;
+  gpu::tof_kernel_options weight_first_loads = loads;
+  weight_first_loads.sample_first = false;
   gpu::launch_options rows;
   rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward,
@@ -427,6 +437,13 @@ void register_all() {
                                   bm_subset_back, rows, sino_vec));
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/vec-atomics", bm_subset_back,
                                   automatic, sino_vec));
+  for (int width : {2, 4}) {
+    const std::string w = width == 4 ? "-w4" : "";
+    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back/stencil" + w).c_str(),
+                                    bm_subset_back_stencil, automatic, defaults, width));
+    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back/rows/stencil" + w).c_str(),
+                                    bm_subset_back_stencil, rows, defaults, width));
+  }
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/exact-erfc",
                                   bm_subset_forward, automatic, exact));
   rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/rows/exact-erfc",
@@ -480,13 +497,18 @@ void register_all() {
                                     automatic, exact));
     rb::configure(RegisterBenchmark((n + "/forward/vec-loads").c_str(), bm_lm_forward,
                                     o.order, automatic, loads));
+    rb::configure(RegisterBenchmark((n + "/forward/weight-first+vec-loads").c_str(),
+                                    bm_lm_forward, o.order, automatic,
+                                    weight_first_loads));
     for (const auto &sv : {std::pair<const char *, gpu::tof_kernel_options>{"", defaults},
                            {"+lockstep", lockstep},
                            {"+lockstep+exact-erfc", lockstep_exact}}) {
       if (o.order == lm_order::random && sv.second.lockstep)
         continue;
-      rb::configure(RegisterBenchmark((n + "/back/stencil" + sv.first).c_str(),
-                                      bm_lm_back_stencil, o.order, automatic, sv.second));
+      for (int width : {2, 4})
+        rb::configure(RegisterBenchmark(
+            (n + "/back/stencil" + (width == 4 ? "-w4" : "") + sv.first).c_str(),
+            bm_lm_back_stencil, o.order, automatic, sv.second, width));
     }
     if (o.order == lm_order::random)
       continue; // lock-step is for sorted events

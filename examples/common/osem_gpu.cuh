@@ -33,7 +33,6 @@
 #include "resproj/gpu/listmode_events.cuh"
 #include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/projector.cuh"
-#include "resproj/gpu/stencil_workspace.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/gpu/tof_projector.cuh"
 #include "synthetic.hpp"
@@ -192,8 +191,10 @@ inline gpu::tof_kernel_options osem_forward_variant() {
   o.vector_atomics = true;
   return o;
 }
-/// ... and the back projection also walks a warp's planes in lock-step
-/// (the backend adds its stencil workspace: vector atomics, 1.4x).
+/// ... and the back projection also walks a warp's planes in lock-step.
+/// (A gpu::stencil_workspace made the dmi-lm-osem iteration slower, 96 vs
+/// 78 ms on an H200: per-subset calls of 1.2M events touch the layout too
+/// sparsely for its vector atomics to pay for its misses and reduction.)
 inline gpu::tof_kernel_options osem_back_variant() {
   gpu::tof_kernel_options o = osem_forward_variant();
   o.lockstep = true;
@@ -266,7 +267,6 @@ struct gpu_listmode_backend {
   gpu::stream_ref s;
   gpu::device_image<float> x, g, sens;
   gpu::device_buffer<float> q;
-  gpu::stencil_workspace<float> stencil; ///< of the TOF back projections
   gpu::launch_options opt;
   gpu::tof_kernel_options forward_variant = osem_forward_variant();
   gpu::tof_kernel_options back_variant = osem_back_variant();
@@ -285,8 +285,7 @@ struct gpu_listmode_backend {
                        const std::vector<float> &x0, gpu::stream_ref stream)
       : sc(scan_), offset(std::move(offsets)), detectors(det), pairs(pairs_), bins(bins_),
         m(m_), a(a_), tof(tof_), s(stream), x(sc.image, s), g(sc.image, s),
-        sens(sc.image, s), q(max_count(), s), stencil(sc.image, s) {
-    back_variant.stencil = stencil.ref();
+        sens(sc.image, s), q(max_count(), s) {
     const std::size_t n = offset.empty() ? 0 : offset.back();
     if (offset.size() < 2)
       resproj::detail::throw_invalid("offsets", "events not grouped by subset");

@@ -199,11 +199,13 @@ TYPED_TEST(gpu_tof, matches_cpu) {
     // The stencil layout (the cases' random LORs include principal axis 2,
     // which falls back to the image): with the defaults, lock-step, the
     // plain sample order and fast erfc.
-    gpu::stencil_workspace<T> ws(h.g, s);
+    gpu::stencil_workspace<T> ws(h.g, s), ws4(h.g, s, 4);
     gpu::tof_kernel_options stencil, stencil_lockstep = lockstep_default,
-                                     stencil_plain = plain, stencil_fast = fast;
+                                     stencil_plain = plain, stencil_fast = fast,
+                                     stencil_w4 = lockstep_default;
     for (auto *o : {&stencil, &stencil_lockstep, &stencil_plain, &stencil_fast})
       o->stencil = ws.ref();
+    stencil_w4.stencil = ws4.ref();
     // Vector loads in the list-mode forward (float only; double ignores it).
     gpu::tof_kernel_options loads, loads_plain = plain, loads_lockstep = lockstep_default;
     for (auto *o : {&loads, &loads_plain, &loads_lockstep})
@@ -212,7 +214,7 @@ TYPED_TEST(gpu_tof, matches_cpu) {
       for (const gpu::tof_kernel_options &kv :
            {plain, gpu::tof_kernel_options{}, all_on, lockstep, lockstep_default,
             aggregated, fast, fast_plain, lockstep_fast, aggregated_fast, stencil,
-            stencil_lockstep, stencil_plain, stencil_fast, loads, loads_plain,
+            stencil_lockstep, stencil_plain, stencil_fast, stencil_w4, loads, loads_plain,
             loads_lockstep}) {
         gpu::launch_options opt;
         opt.threads_per_lor = v.tpl;
@@ -226,7 +228,8 @@ TYPED_TEST(gpu_tof, matches_cpu) {
             (kv.lockstep ? ", lock-step" : "") +
             (kv.sino_vector_atomics ? ", sino vector atomics" : "") +
             (kv.warp_aggregate ? ", warp aggregate" : "") +
-            (kv.fast_erfc ? ", fast erfc" : "") + (kv.stencil ? ", stencil layout" : "") +
+            (kv.fast_erfc ? ", fast erfc" : "") +
+            (kv.stencil ? ", stencil width " + std::to_string(kv.stencil.width) : "") +
             (kv.vector_loads ? ", vector loads" : "");
         d_sino.fill(T(-1), s);
         gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, kv, s);
@@ -254,10 +257,12 @@ TYPED_TEST(gpu_tof, matches_cpu) {
                   10 * tolerance<T>::value)
             << "back_tof_lm, " << what;
       }
-    // Every call left the workspace zero, as documented.
-    const auto left = download(ws.buffer(), s);
-    EXPECT_EQ(std::count(left.begin(), left.end(), T(0)), std::ptrdiff_t(left.size()))
-        << "the stencil workspace is not zero after the calls";
+    // Every call left the workspaces zero, as documented.
+    for (const auto *w : {&ws, &ws4}) {
+      const auto left = download(w->buffer(), s);
+      EXPECT_EQ(std::count(left.begin(), left.end(), T(0)), std::ptrdiff_t(left.size()))
+          << "the stencil workspace (width " << w->width() << ") is not zero";
+    }
   }
 }
 
@@ -734,6 +739,12 @@ TEST_F(gpu_test, tof_rejects_bad_arguments_before_writing) {
           gpu::back_tof_lm<T>(d_bp, lors, bins, d.tof, d.lm_values.cspan(), {}, kv, s);
         },
         "variant.stencil");
+    expect_invalid(
+        [&] {
+          gpu::back_tof_sino<T>(d_bp, lors, d.tof, d.sino_values.cspan(), {}, kv, s);
+        },
+        "variant.stencil");
+    expect_invalid([&] { gpu::stencil_workspace<T> bad(h.g, s, 3); }, "width");
     kv.stencil = wrong_type.ref();
     expect_invalid(
         [&] {

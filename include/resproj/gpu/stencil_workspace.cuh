@@ -1,19 +1,24 @@
 /// @file
 /// @brief `stencil_workspace`: caller-owned device memory for the stencil
-/// layout of an image (math/stencil_layout.hpp), which the TOF list-mode
-/// back projection uses when `tof_kernel_options::stencil` names one: every
-/// sample's four amounts go into it with one or two vector atomics (one
-/// memory sector; instead of two to four atomics into the image), and a
-/// reduction at the end of the call adds it into the image.
+/// layout of an image (math/stencil_layout.hpp), which the TOF back
+/// projections (list-mode and sinogram) use when
+/// `tof_kernel_options::stencil` names one: every sample's four amounts go
+/// into it with one or two vector atomics (one memory sector, instead of
+/// two to four atomics into the image), and a reduction at the end of the
+/// call adds it into the image.
 ///
-/// About 4.1 x the image's memory (55 MB for the 215 x 215 x 71 dmi
-/// image). Between calls the workspace holds zeros (every call leaves it
-/// so), so one workspace serves any number of calls, on one stream at a
-/// time. Measured on an H200 (benchmarks/NOTES.md): 1.43x faster for
-/// events sorted by `listmode_order`'s TOF key, 1.35x slower in random
-/// order (a working set 4 x larger than the image misses L2); the
-/// reduction costs one pass over the workspace per call, so it is for
-/// large sorted calls, not small chunks.
+/// About 4 x the image's memory with the default width 2 (55 MB for the
+/// 215 x 215 x 71 dmi image; width 4: about 8 x). Between calls the
+/// workspace holds zeros (every call leaves it so), so one workspace serves
+/// any number of calls, on one stream at a time.
+///
+/// When it pays (H200, benchmarks/NOTES.md): list-mode back projection of
+/// 1e7 events sorted by `listmode_order`'s TOF key, with lock-step, 1.46x
+/// (8.1 vs 11.7 ms). It loses in random order (1.33x slower: the working
+/// set misses L2), for the sinogram back projection (4% slower) and for
+/// OSEM subsets of 1.2M sorted events (too sparse a touch per call); the
+/// reduction costs a pass over the workspace per call. So: large calls of
+/// sorted events.
 #pragma once
 
 #include <cstddef>
@@ -44,6 +49,7 @@ struct stencil_workspace_ref {
   std::size_t elements = 0;
   std::size_t element_size = 0;
   int device = -1;
+  int width = 2; ///< layout width (math::stencil_layout::width)
   explicit operator bool() const noexcept { return data != nullptr; }
 };
 
@@ -51,29 +57,37 @@ struct stencil_workspace_ref {
 /// RAII (device_buffer); move-only.
 template <class T> class stencil_workspace {
 public:
-  /// Elements of the layout of `geometry` (about 4.1 x its voxels).
-  static std::size_t elements_for(const image_geometry &geometry) {
+  /// Elements of the layout of `geometry` with `width` 2 (about 4 x its
+  /// voxels) or 4 (about 8 x).
+  static std::size_t elements_for(const image_geometry &geometry, int width = 2) {
     return std::size_t(
-        math::make_stencil_layout(math::image_grid<T>::from(geometry)).size);
+        math::make_stencil_layout(math::image_grid<T>::from(geometry), width).size);
   }
 
   /// Allocates the layout of `geometry` on the current device,
   /// stream-ordered on `s`, and zeroes it there.
-  /// @throws as device_buffer (stream, out of memory).
+  /// @param width  2 (default: 1.5 vector atomics per sample on average) or
+  ///               4 (twice the memory, one aligned float4 atomic per
+  ///               sample; measured within 2% of width 2 for sorted events
+  ///               with lock-step, slower otherwise)
+  /// @throws invalid_argument("width") for another width; as device_buffer
+  ///         (stream, out of memory).
   /// Asynchronous (the zeroing is queued on `s`).
-  stencil_workspace(const image_geometry &geometry, stream_ref s)
-      : geometry_(geometry), buffer_(elements_for(geometry), s) {
+  stencil_workspace(const image_geometry &geometry, stream_ref s, int width = 2)
+      : geometry_(geometry), width_(checked_width(width)),
+        buffer_(elements_for(geometry, width_), s) {
     clear(s);
   }
 
   const image_geometry &geometry() const noexcept { return geometry_; }
+  int width() const noexcept { return width_; }
   std::size_t size() const noexcept { return buffer_.size(); }
   std::size_t bytes() const noexcept { return buffer_.size() * sizeof(T); }
   int device() const noexcept { return buffer_.device(); }
 
   /// For `tof_kernel_options::stencil`.
   stencil_workspace_ref ref() noexcept {
-    return {buffer_.data(), buffer_.size(), sizeof(T), buffer_.device()};
+    return {buffer_.data(), buffer_.size(), sizeof(T), buffer_.device(), width_};
   }
 
   /// The memory (zero between calls; for inspection).
@@ -83,7 +97,14 @@ public:
   void clear(stream_ref s) { buffer_.fill(T(0), s); }
 
 private:
+  static int checked_width(int width) {
+    if (width != 2 && width != 4)
+      resproj::detail::throw_invalid("width", "must be 2 or 4 (got " +
+                                                  std::to_string(width) + ")");
+    return width;
+  }
   image_geometry geometry_;
+  int width_;
   device_buffer<T> buffer_;
 };
 
@@ -101,8 +122,11 @@ void check_stencil_workspace(const stencil_workspace_ref &ws,
     resproj::detail::throw_invalid(
         name, "holds elements of " + std::to_string(ws.element_size) +
                   " bytes, the call's image has " + std::to_string(sizeof(T)));
+  if (ws.width != 2 && ws.width != 4)
+    resproj::detail::throw_invalid(name, "width must be 2 or 4 (got " +
+                                             std::to_string(ws.width) + ")");
   const auto layout =
-      math::make_stencil_layout(math::image_grid<T>::from(image.geometry));
+      math::make_stencil_layout(math::image_grid<T>::from(image.geometry), ws.width);
   if (ws.elements < std::size_t(layout.size))
     resproj::detail::throw_invalid(
         name, "too small for the image: holds " + std::to_string(ws.elements) +
@@ -120,7 +144,7 @@ template <class T>
 void stencil_reduce(const stencil_workspace_ref &ws, const device_image_view<T> &image,
                     stream_ref s) {
   const auto grid = math::image_grid<T>::from(image.geometry);
-  const auto layout = math::make_stencil_layout(grid);
+  const auto layout = math::make_stencil_layout(grid, ws.width);
   const std::size_t voxels = std::size_t(image.geometry.num_voxels());
   launch(stencil_reduce_kernel<T>, (voxels + 255) / 256, 256, s, "stencil_reduce_kernel",
          grid, layout, static_cast<T *>(ws.data), image.data);

@@ -95,10 +95,9 @@ template <class Lors, bool FastErfc = false> struct tof_sino_forward_kernels {
     return tof_sino_forward_kernel<T, I, G, Lors, FastErfc>;
   }
 };
-template <class Lors, bool Paired = false, bool FastErfc = false>
-struct tof_sino_back_kernels {
+template <class Lors, class Add, bool FastErfc> struct tof_sino_back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_sino_back_kernel<T, I, G, Lors, Paired, FastErfc>;
+    return tof_sino_back_kernel<T, I, G, Lors, Add, FastErfc>;
   }
 };
 template <class Lors, bool SampleFirst, bool FastErfc, class Src>
@@ -170,8 +169,8 @@ tof_params<T> tof_for_call(const tof_params<T> &tof, std::size_t count) {
 template <class T>
 launch_options with_stencil_index(launch_options opt, const stencil_workspace_ref &ws,
                                   const device_image_view<const T> &image) {
-  if (ws && !math::fits_32bit_index(
-                math::make_stencil_layout(math::image_grid<T>::from(image.geometry))))
+  if (ws && !math::fits_32bit_index(math::make_stencil_layout(
+                math::image_grid<T>::from(image.geometry), ws.width)))
     opt.wide_index = true;
   return opt;
 }
@@ -226,7 +225,8 @@ struct tof_kernel_options {
   /// that are adjacent in memory with one 8- or 16-byte load where
   /// alignment allows (same values, same sum order).
   bool vector_loads = false;
-  /// List-mode back projection (not with `warp_aggregate`): accumulate in
+  /// Back projections (list-mode, except with `warp_aggregate`, and
+  /// sinogram; takes precedence over `sino_vector_atomics`): accumulate in
   /// this stencil workspace (`stencil_workspace<T>::ref()`, on the image's
   /// device, for the image's geometry; see gpu/stencil_workspace.cuh):
   /// every sample is added with one or two vector atomics, and at the end
@@ -304,8 +304,9 @@ void forward_tof_sino(device_image_view<const detail::identity_t<T>> image,
 /// applied to `values` (`values[i * N + j]`) into the image (accumulates:
 /// zero the image first for a plain back projection). Atomic adds.
 /// `variant` selects a kernel variant (`tof_kernel_options`; only
-/// `sino_vector_atomics` and `fast_erfc` apply here).
-/// @throws as `forward_tof_sino` ("values" instead of "out").
+/// `sino_vector_atomics`, `fast_erfc` and `stencil` apply here).
+/// @throws as `forward_tof_sino` ("values" instead of "out"), and
+///         "variant.stencil" as `back_tof_lm`.
 /// Asynchronous; no allocation; graph-capturable.
 template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
 void back_tof_sino(device_image_view<T> image, const Lors &lors,
@@ -317,19 +318,33 @@ void back_tof_sino(device_image_view<T> image, const Lors &lors,
   const std::size_t needed = src.count * std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
   detail::check_tof_projection<T>(cimage, src, tof, nullptr, 0, false, values.data(),
                                   values.size(), needed, "values", opt, s);
+  detail::check_stencil_workspace<T>(variant.stencil, cimage, "variant.stencil");
   if (src.count == 0)
     return;
-  const int g = detail::threads_per_lor(opt, src.count, image.device);
+  const launch_options opt_call =
+      detail::with_stencil_index(opt, variant.stencil, cimage);
+  const int g = detail::threads_per_lor(opt_call, src.count, image.device);
   const auto tof_call = detail::tof_for_call(tof, src.count);
-  detail::dispatch_bool(variant.sino_vector_atomics, [&](auto paired) {
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const auto run = [&](auto add) {
     detail::dispatch_fast_erfc<T>(variant.fast_erfc, [&](auto fast) {
-      detail::launch_per_lor<
-          T, detail::tof_sino_back_kernels<decltype(src), decltype(paired)::value,
-                                           decltype(fast)::value>>(
-          cimage, src.count, g, opt, s, "tof_sino_back_kernel", image.data, src, tof_call,
-          values.data());
+      detail::launch_per_lor<T, detail::tof_sino_back_kernels<
+                                    decltype(src), decltype(add), decltype(fast)::value>>(
+          cimage, src.count, g, opt_call, s, "tof_sino_back_kernel", image.data, src,
+          tof_call, values.data(), add);
     });
-  });
+  };
+  if (variant.stencil) {
+    run(detail::stencil_atomic_add<T, detail::paired_atomic_add>{
+        static_cast<T *>(variant.stencil.data),
+        math::make_stencil_layout(grid, variant.stencil.width),
+        detail::back_adder<true>::make(grid)});
+    detail::stencil_reduce<T>(variant.stencil, image, s);
+  } else if (variant.sino_vector_atomics) {
+    run(detail::back_adder<true>::make(grid));
+  } else {
+    run(detail::back_adder<false>::make(grid));
+  }
 }
 
 /// TOF sinogram back projection with the default kernel variant
@@ -485,7 +500,8 @@ void back_tof_lm(device_image_view<T> image, const Lors &lors,
     });
   } else if (use_stencil) {
     run(detail::stencil_atomic_add<T, detail::paired_atomic_add>{
-        static_cast<T *>(variant.stencil.data), math::make_stencil_layout(grid),
+        static_cast<T *>(variant.stencil.data),
+        math::make_stencil_layout(grid, variant.stencil.width),
         detail::back_adder<true>::make(grid)});
     detail::stencil_reduce<T>(variant.stencil, image, s);
   } else if (variant.vector_atomics) {

@@ -19,9 +19,9 @@ RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
 namespace detail {
 
-/// Reduction: `image[voxel] += sum of its four layout elements`, which are
-/// then zeroed (every other element is padding and stays zero), one thread
-/// per voxel.
+/// Reduction: `image[voxel] += sum of its layout elements` (four or eight,
+/// `math::stencil_voxel_elements`), which are then zeroed (every other
+/// element is padding and stays zero), one thread per voxel.
 template <class T>
 RESPROJ_KERNEL void __launch_bounds__(256)
     stencil_reduce_kernel(math::image_grid<T> grid, math::stencil_layout layout,
@@ -33,10 +33,10 @@ RESPROJ_KERNEL void __launch_bounds__(256)
     return;
   const std::int64_t i2 = voxel % n2, i01 = voxel / n2;
   const std::int64_t i1 = i01 % n1, i0 = i01 / n1;
-  std::int64_t e[4];
-  math::stencil_voxel_elements<std::int64_t>(layout, i0, i1, i2, e);
+  std::int64_t e[8];
+  const int n = math::stencil_voxel_elements<std::int64_t>(layout, i0, i1, i2, e);
   T sum = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < n; ++i) {
     sum += data[e[i]];
     data[e[i]] = T(0);
   }
@@ -47,10 +47,10 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 /// Atomic adder of the list-mode back kernels into the stencil layout:
 /// a sample's four amounts (`value * weight`, zero for out-of-image
 /// neighbours, so padding stays zero) as one float4 atomic when the
-/// stencil is 16-byte aligned, else two float2 atomics (double: scalar
-/// atomics). Samples the layout does not cover go straight to the image
-/// through `Fallback`. The reduction (`stencil_reduce_kernel`) adds the
-/// layout into the image afterwards.
+/// stencil is 16-byte aligned (always with width 4), else two float2
+/// atomics (double: scalar atomics). Samples the layout does not cover go straight to the
+/// image through `Fallback`. The reduction (`stencil_reduce_kernel`) adds the layout into
+/// the image afterwards.
 template <class T, class Fallback> struct stencil_atomic_add {
   static constexpr bool scatters_samples = true;
   T *data;
