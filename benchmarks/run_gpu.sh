@@ -611,6 +611,11 @@ if has_stage profile; then
         >>"$OUT/profile.log" 2>&1
       rc=$?
       [ $rc -ne 0 ] && prof_rc=$rc
+      # A filter that matches no benchmark, or no kernel, is a failure too.
+      if tail -n 5 "$OUT/profile.log" | grep -q "No kernels were profiled"; then
+        log "profile: no kernel profiled for filter '$pf'"
+        [ $prof_rc -eq 0 ] && prof_rc=3
+      fi
     done
     t1=$(date +%s)
     echo "exit $prof_rc ($((t1 - t0)) s, ${#profile_filters[@]} filter(s))" >"$state/profile_status"

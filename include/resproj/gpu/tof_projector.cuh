@@ -164,6 +164,26 @@ tof_params<T> tof_for_call(const tof_params<T> &tof, std::size_t count) {
   return tof.subview(0, count);
 }
 
+/// Calls `run(add)` with the atomic adder of a back projection: into the
+/// stencil workspace `ws` when set (then queues its reduction into `image`
+/// on `s`), else vector pairs (`vector_atomics`) or scalar atomics into the
+/// image.
+template <class T, class Run>
+void run_with_back_adder(const stencil_workspace_ref &ws, bool vector_atomics,
+                         const device_image_view<T> &image, stream_ref s, Run &&run) {
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  if (ws) {
+    run(stencil_atomic_add<T, paired_atomic_add>{
+        static_cast<T *>(ws.data), math::make_stencil_layout(grid, ws.width),
+        back_adder<true>::make(grid)});
+    stencil_reduce<T>(ws, image, s);
+  } else if (vector_atomics) {
+    run(back_adder<true>::make(grid));
+  } else {
+    run(back_adder<false>::make(grid));
+  }
+}
+
 /// `opt` with 64-bit indices when the stencil layout of `image` (used
 /// when `ws` is set) does not fit 32-bit ones.
 template <class T>
@@ -325,7 +345,6 @@ void back_tof_sino(device_image_view<T> image, const Lors &lors,
       detail::with_stencil_index(opt, variant.stencil, cimage);
   const int g = detail::threads_per_lor(opt_call, src.count, image.device);
   const auto tof_call = detail::tof_for_call(tof, src.count);
-  const auto grid = math::image_grid<T>::from(image.geometry);
   const auto run = [&](auto add) {
     detail::dispatch_fast_erfc<T>(variant.fast_erfc, [&](auto fast) {
       detail::launch_per_lor<T, detail::tof_sino_back_kernels<
@@ -334,17 +353,8 @@ void back_tof_sino(device_image_view<T> image, const Lors &lors,
           tof_call, values.data(), add);
     });
   };
-  if (variant.stencil) {
-    run(detail::stencil_atomic_add<T, detail::paired_atomic_add>{
-        static_cast<T *>(variant.stencil.data),
-        math::make_stencil_layout(grid, variant.stencil.width),
-        detail::back_adder<true>::make(grid)});
-    detail::stencil_reduce<T>(variant.stencil, image, s);
-  } else if (variant.sino_vector_atomics) {
-    run(detail::back_adder<true>::make(grid));
-  } else {
-    run(detail::back_adder<false>::make(grid));
-  }
+  detail::run_with_back_adder(variant.stencil, variant.sino_vector_atomics, image, s,
+                              run);
 }
 
 /// TOF sinogram back projection with the default kernel variant
@@ -475,7 +485,6 @@ void back_tof_lm(device_image_view<T> image, const Lors &lors,
       opt, use_stencil ? variant.stencil : stencil_workspace_ref{}, cimage);
   const int g = detail::threads_per_event(opt_call, src.count, image.device);
   const auto tof_call = detail::tof_for_call(tof, src.count);
-  const auto grid = math::image_grid<T>::from(image.geometry);
   const auto run = [&](auto add) {
     using Add = decltype(add);
     detail::dispatch_fast_erfc<T>(variant.fast_erfc, [&](auto fast) {
@@ -498,16 +507,8 @@ void back_tof_lm(device_image_view<T> image, const Lors &lors,
           cimage, src.count, 1, opt_call, s, "tof_lm_back_aggregated_kernel", image.data,
           src, bins.data(), tof_call, values.data());
     });
-  } else if (use_stencil) {
-    run(detail::stencil_atomic_add<T, detail::paired_atomic_add>{
-        static_cast<T *>(variant.stencil.data),
-        math::make_stencil_layout(grid, variant.stencil.width),
-        detail::back_adder<true>::make(grid)});
-    detail::stencil_reduce<T>(variant.stencil, image, s);
-  } else if (variant.vector_atomics) {
-    run(detail::back_adder<true>::make(grid));
   } else {
-    run(detail::back_adder<false>::make(grid));
+    detail::run_with_back_adder(variant.stencil, variant.vector_atomics, image, s, run);
   }
 }
 
