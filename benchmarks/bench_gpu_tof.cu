@@ -23,10 +23,11 @@
 //   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/.. TOF key with 11.25 / 2.8 degree
 //                                             direction cells (default 5.6)
 //
-// Kernel variants (gpu::tof_kernel_options, same results): no suffix = the
-// library defaults (list-mode: sample-first forward, vector-atomic back;
-// sinogram: neither). Suffixes:
-//   /plain         list-mode: every lever off (the original kernels)
+// Kernel variants (gpu::tof_kernel_options, same results to float
+// rounding): no suffix = the library defaults (fast erfc everywhere;
+// list-mode: sample-first forward, vector-atomic back). Suffixes:
+//   /plain         list-mode: every lever off (the original kernels, exact
+//                  erfc)
 //   /vec-atomics   sinogram back: float2/float4 atomics for the two
 //                  bilinear neighbours adjacent in memory
 //   /lockstep      list-mode, defaults + one thread per event, a warp's
