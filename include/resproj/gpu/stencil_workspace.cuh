@@ -53,6 +53,17 @@ struct stencil_workspace_ref {
   explicit operator bool() const noexcept { return data != nullptr; }
 };
 
+namespace detail {
+/// `width` if it is a stencil layout width (2 or 4).
+/// @throws invalid_argument naming `name` otherwise.
+inline int checked_stencil_width(int width, const char *name) {
+  if (width != 2 && width != 4)
+    resproj::detail::throw_invalid(name, "width must be 2 or 4 (got " +
+                                             std::to_string(width) + ")");
+  return width;
+}
+} // namespace detail
+
 /// Device memory for the stencil layout of images of one geometry.
 /// RAII (device_buffer); move-only.
 template <class T> class stencil_workspace {
@@ -74,7 +85,7 @@ public:
   ///         (stream, out of memory).
   /// Asynchronous (the zeroing is queued on `s`).
   stencil_workspace(const image_geometry &geometry, stream_ref s, int width = 2)
-      : geometry_(geometry), width_(checked_width(width)),
+      : geometry_(geometry), width_(detail::checked_stencil_width(width, "width")),
         buffer_(elements_for(geometry, width_), s) {
     clear(s);
   }
@@ -97,12 +108,6 @@ public:
   void clear(stream_ref s) { buffer_.fill(T(0), s); }
 
 private:
-  static int checked_width(int width) {
-    if (width != 2 && width != 4)
-      resproj::detail::throw_invalid("width", "must be 2 or 4 (got " +
-                                                  std::to_string(width) + ")");
-    return width;
-  }
   image_geometry geometry_;
   int width_;
   device_buffer<T> buffer_;
@@ -122,9 +127,7 @@ void check_stencil_workspace(const stencil_workspace_ref &ws,
     resproj::detail::throw_invalid(
         name, "holds elements of " + std::to_string(ws.element_size) +
                   " bytes, the call's image has " + std::to_string(sizeof(T)));
-  if (ws.width != 2 && ws.width != 4)
-    resproj::detail::throw_invalid(name, "width must be 2 or 4 (got " +
-                                             std::to_string(ws.width) + ")");
+  detail::checked_stencil_width(ws.width, name);
   const auto layout =
       math::make_stencil_layout(math::image_grid<T>::from(image.geometry), ws.width);
   if (ws.elements < std::size_t(layout.size))

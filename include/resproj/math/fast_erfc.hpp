@@ -24,9 +24,6 @@
 RESPROJ_NAMESPACE_BEGIN
 namespace math {
 
-RESPROJ_HD inline float exp_of(float x) { return expf(x); }
-RESPROJ_HD inline double exp_of(double x) { return exp(x); }
-
 /// 1 / x for x >= 1 (hardware approximation on the device).
 RESPROJ_HD inline float approx_reciprocal(float x) noexcept {
 #if RESPROJ_IN_DEVICE_CODE
