@@ -29,13 +29,21 @@ template <class T> struct detector_pairs {
   std::size_t num_detectors = 0;
   const std::int32_t *pairs = nullptr;
   std::size_t count = 0;
+  lor_layout layout{}; ///< memory order of the pairs (see lor_layout)
 
   constexpr detector_pairs() noexcept = default;
   RESPROJ_HD constexpr detector_pairs(const T *detectors_, std::size_t num_detectors_,
                                       const std::int32_t *pairs_,
-                                      std::size_t count_) noexcept
+                                      std::size_t count_, lor_layout layout_ = {}) noexcept
       : detectors(detectors_), num_detectors(num_detectors_), pairs(pairs_),
-        count(count_) {}
+        count(count_), layout(layout_) {}
+
+  /// These pairs with their memory order declared (see lor_layout).
+  constexpr detector_pairs with_layout(lor_layout l) const noexcept {
+    detector_pairs r = *this;
+    r.layout = l;
+    return r;
+  }
 
   RESPROJ_HD void load(std::size_t i, T a[3], T b[3]) const noexcept {
     const std::size_t da = std::size_t(pairs[2 * i]), db = std::size_t(pairs[2 * i + 1]);
@@ -47,7 +55,7 @@ template <class T> struct detector_pairs {
   /// LORs `[first, first + n)` (unchecked).
   RESPROJ_HD constexpr detector_pairs subview(std::size_t first,
                                               std::size_t n) const noexcept {
-    return detector_pairs(detectors, num_detectors, pairs + 2 * first, n);
+    return detector_pairs(detectors, num_detectors, pairs + 2 * first, n, layout);
   }
 
   // LOR-source interface (see lor_view).

@@ -11,6 +11,7 @@
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
+#include "resproj/core/lor_layout.hpp"
 #include "resproj/core/span.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -36,21 +37,32 @@ template <class T> struct image_view {
 
 /// `count` lines of response: starts `[x0 y0 z0 x1 y1 z1 ...]` and ends in
 /// the same layout (3 * count values each). Coordinates are in the image's
-/// length unit; axis k of a point is image axis k.
+/// length unit; axis k of a point is image axis k. `layout` says how the
+/// LORs are ordered (default: nothing known); declare it once with
+/// `with_layout` and every projector uses it to pick its fastest kernel.
 /// `lor_view<const T>` is constructible from `lor_view<T>`.
 template <class T> struct lor_view {
   using value_type = std::remove_const_t<T>;
   T *starts = nullptr;
   T *ends = nullptr;
   std::size_t count = 0;
+  lor_layout layout{};
 
   constexpr lor_view() noexcept = default;
-  RESPROJ_HD constexpr lor_view(T *starts_, T *ends_, std::size_t count_) noexcept
-      : starts(starts_), ends(ends_), count(count_) {}
+  RESPROJ_HD constexpr lor_view(T *starts_, T *ends_, std::size_t count_,
+                                lor_layout layout_ = {}) noexcept
+      : starts(starts_), ends(ends_), count(count_), layout(layout_) {}
   template <class U,
             class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   RESPROJ_HD constexpr lor_view(const lor_view<U> &other) noexcept
-      : starts(other.starts), ends(other.ends), count(other.count) {}
+      : starts(other.starts), ends(other.ends), count(other.count), layout(other.layout) {}
+
+  /// This view with its memory order declared (see lor_layout).
+  constexpr lor_view with_layout(lor_layout l) const noexcept {
+    lor_view r = *this;
+    r.layout = l;
+    return r;
+  }
 
   /// End points of LOR i.
   RESPROJ_HD void load(std::size_t i, std::remove_const_t<T> a[3],
@@ -63,14 +75,14 @@ template <class T> struct lor_view {
 
   /// LORs `[first, first + n)` of this view (unchecked).
   RESPROJ_HD constexpr lor_view subview(std::size_t first, std::size_t n) const noexcept {
-    return lor_view(starts + 3 * first, ends + 3 * first, n);
+    return lor_view(starts + 3 * first, ends + 3 * first, n, layout);
   }
 
   // The LOR-source interface shared with detector_pairs and sinogram
   // sources (host only): the form the kernels take, the host-side checks,
   // and the memory regions the source reads.
   lor_view<const value_type> normalized() const noexcept {
-    return lor_view<const value_type>(starts, ends, count);
+    return lor_view<const value_type>(starts, ends, count, layout);
   }
   /// @throws invalid_argument for null pointers with a non-zero count.
   void check(const char *name) const;

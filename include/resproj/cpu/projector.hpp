@@ -1,7 +1,14 @@
 /// @file
-/// @brief CPU backend: non-TOF Joseph forward and back projection over a LOR
-/// view, OpenMP-parallel over LORs (serial without OpenMP). Runs the same
-/// per-LOR math (math/joseph.hpp) as the GPU backend.
+/// @brief CPU backend: forward and back projection for every operation
+/// (`op::non_tof`, `op::tof_sinogram`, `op::tof_listmode`) and every LOR
+/// source in host memory, OpenMP-parallel over LORs (serial without
+/// OpenMP). One call shape, as on the GPU:
+///
+///     cpu::forward(operation, image, lors, out[, options]);
+///     cpu::back(operation, image, lors, values[, options]);
+///
+/// Runs the same per-LOR math (math/joseph.hpp, math/tof_projection.hpp)
+/// as the GPU backend.
 #pragma once
 
 #include <cmath>
@@ -11,8 +18,11 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/lor_sources.hpp"
+#include "resproj/core/operations.hpp"
+#include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/math/joseph.hpp"
+#include "resproj/math/tof_projection.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -47,9 +57,6 @@ struct options {
 };
 
 namespace detail {
-template <class T> struct identity { using type = T; };
-template <class T> using identity_t = typename identity<T>::type;
-
 /// Plain accumulation (one writer per image copy). A named functor, not a
 /// lambda: lambdas are constexpr, which nvcc rejects inside the
 /// __host__ __device__ math when this header is compiled as CUDA.
@@ -150,8 +157,37 @@ void run_back(T *img, std::int64_t nv, std::int64_t n, const options &opt,
     per_lor(i, img, add);
 }
 
-/// Per-LOR body of `back`.
-template <class T, class Lors> struct back_lor_body {
+/// Per-LOR forward values of each operation: `out` holds the LOR's
+/// `values_per_lor` values.
+template <class T, class Lors>
+void forward_lor(const op::non_tof &, const math::image_grid<T> &grid, const T *img,
+                 const Lors &lors, std::size_t i, T *out) {
+  T a[3], b[3];
+  lors.load(i, a, b);
+  *out = math::forward_lor(grid, img, a, b);
+}
+template <class T, class Lors>
+void forward_lor(const op::tof_sinogram<T> &o, const math::image_grid<T> &grid,
+                 const T *img, const Lors &lors, std::size_t i, T *out) {
+  T a[3], b[3];
+  lors.load(i, a, b);
+  math::forward_tof_sino_lor(grid, img, a, b, math::tof_lor_of(o.tof, i), out);
+}
+template <class T, class Lors>
+void forward_lor(const op::tof_listmode<T> &o, const math::image_grid<T> &grid,
+                 const T *img, const Lors &lors, std::size_t i, T *out) {
+  T a[3], b[3];
+  lors.load(i, a, b);
+  *out = math::forward_tof_lm_lor(grid, img, a, b, math::tof_lor_of(o.tof, i),
+                                  std::int64_t(o.bins[i]));
+}
+
+/// Per-LOR body of `back` for each operation (`values` holds the LOR's
+/// `values_per_lor` values). Named functors, not lambdas: lambdas are
+/// constexpr, which nvcc rejects inside the __host__ __device__ math.
+template <class T, class Op, class Lors> struct back_lor_body;
+template <class T, class Lors> struct back_lor_body<T, op::non_tof, Lors> {
+  op::non_tof operation;
   math::image_grid<T> grid;
   Lors lors;
   const T *values;
@@ -161,55 +197,95 @@ template <class T, class Lors> struct back_lor_body {
     math::back_lor(grid, img, a, b, values[i], add);
   }
 };
+template <class T, class Lors> struct back_lor_body<T, op::tof_sinogram<T>, Lors> {
+  op::tof_sinogram<T> operation;
+  math::image_grid<T> grid;
+  Lors lors;
+  const T *values;
+  template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
+    T a[3], b[3];
+    lors.load(std::size_t(i), a, b);
+    const auto tl = math::tof_lor_of(operation.tof, std::size_t(i));
+    math::back_tof_sino_lor(grid, img, a, b, tl,
+                            values + std::size_t(i) * std::size_t(operation.tof.num_bins),
+                            add);
+  }
+};
+template <class T, class Lors> struct back_lor_body<T, op::tof_listmode<T>, Lors> {
+  op::tof_listmode<T> operation;
+  math::image_grid<T> grid;
+  Lors lors;
+  const T *values;
+  template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
+    T a[3], b[3];
+    lors.load(std::size_t(i), a, b);
+    const auto tl = math::tof_lor_of(operation.tof, std::size_t(i));
+    math::back_tof_lm_lor(grid, img, a, b, tl, std::int64_t(operation.bins[i]), values[i],
+                          add);
+  }
+};
+
+/// Checks a CPU projection call: the shared contract and a non-null image.
+template <class T, class Op, class Lors>
+void check_cpu_projection(const Op &o, const image_view<T> &image, const Lors &lors,
+                          std::size_t data_size, const void *data, const char *data_name) {
+  resproj::detail::check_image(image, "image");
+  resproj::detail::check_projection(o, lors, data_size, data, data_name);
+}
 
 } // namespace detail
 
-/// Forward projection: `out[i]` = line integral of `image` along LOR i
-/// (Joseph's method). Overwrites `out[0 .. lors.count)`.
-/// @param image  image in host memory
-/// @param lors   LORs in host memory
-/// @param out    output, at least `lors.count` values
-/// @param opt    thread count
-/// @throws invalid_argument on a null pointer or a too-small `out`, before
-///         anything is written.
+/// Forward projection: for every LOR of `lors`, the operation's values
+/// (`op::non_tof`, `op::tof_listmode`: one per LOR; `op::tof_sinogram`:
+/// `tof.num_bins` per LOR, `[lor][bin]`). Overwrites
+/// `out[0 .. count * values_per_lor)`.
+/// @param operation  `op::non_tof{}`, `op::tof_sinogram{tof}` or
+///                   `op::tof_listmode{tof, bins}`; per-LOR TOF arrays and
+///                   bins in host memory
+/// @param image      image in host memory
+/// @param lors       LOR source in host memory
+/// @param out        output
+/// @param opt        thread count
+/// @throws invalid_argument naming the argument (null pointers, bad TOF
+///         parameters, too-small arrays), before anything is written.
 /// Synchronous; thread-safe for distinct outputs.
-template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
-void forward(image_view<const detail::identity_t<T>> image, const Lors &lors_in,
-             span<T> out, const options &opt = {}) {
+template <class Op, class Lors, class = resproj::detail::if_projection<Op, Lors>>
+void forward(const Op &operation, image_view<const resproj::detail::value_of<Lors>> image,
+             const Lors &lors_in, span<resproj::detail::value_of<Lors>> out,
+             const options &opt = {}) {
+  using T = resproj::detail::value_of<Lors>;
   const auto lors = lors_in.normalized();
-  resproj::detail::check_image(image, "image");
-  lors.check("lors");
-  resproj::detail::check_span(out, lors.count, "out");
+  detail::check_cpu_projection(operation, image, lors, out.size(), out.data(), "out");
   const auto grid = math::image_grid<T>::from(image.geometry);
-  const T *img = image.data;
+  const std::size_t stride = operation.values_per_lor();
   detail::for_each_lor(static_cast<std::int64_t>(lors.count), opt, [&](std::int64_t i) {
-    T a[3], b[3];
-    lors.load(std::size_t(i), a, b);
-    out[std::size_t(i)] = math::forward_lor(grid, img, a, b);
+    detail::forward_lor(operation, grid, image.data, lors, std::size_t(i),
+                        out.data() + std::size_t(i) * stride);
   });
 }
 
-/// Back projection: adds `values[i]` times the weights of LOR i into
-/// `image` (exact transpose of `forward`). Accumulates: zero the image first
-/// for a plain back projection.
-/// @param image   image in host memory, updated in place
-/// @param lors    LORs in host memory
-/// @param values  at least `lors.count` values
-/// @param opt     threads and accumulation strategy
-/// @throws invalid_argument on a null pointer or too few values, before
-///         anything is written.
+/// Back projection: adds the transpose of `forward` applied to `values`
+/// into `image`. Accumulates: zero the image first for a plain back
+/// projection.
+/// @param operation  as `forward`
+/// @param image      image in host memory, updated in place
+/// @param lors       LOR source in host memory
+/// @param values     `count * values_per_lor` values
+/// @param opt        threads and accumulation strategy
+/// @throws invalid_argument naming the argument, before anything is written.
 /// Synchronous; not thread-safe for the same image.
-template <class T, class Lors, class = resproj::detail::if_lor_source_of<Lors, T>>
-void back(image_view<T> image, const Lors &lors_in,
-          span<const detail::identity_t<T>> values, const options &opt = {}) {
+template <class Op, class Lors, class = resproj::detail::if_projection<Op, Lors>>
+void back(const Op &operation, image_view<resproj::detail::value_of<Lors>> image,
+          const Lors &lors_in, span<const resproj::detail::value_of<Lors>> values,
+          const options &opt = {}) {
+  using T = resproj::detail::value_of<Lors>;
   const auto lors = lors_in.normalized();
-  resproj::detail::check_image(image, "image");
-  lors.check("lors");
-  resproj::detail::check_span(values, lors.count, "values");
-  const auto grid = math::image_grid<T>::from(image.geometry);
+  detail::check_cpu_projection(operation, image, lors, values.size(), values.data(),
+                               "values");
+  const detail::back_lor_body<T, Op, decltype(lors)> body{
+      operation, math::image_grid<T>::from(image.geometry), lors, values.data()};
   detail::run_back(image.data, image.geometry.num_voxels(),
-                   static_cast<std::int64_t>(lors.count), opt,
-                   detail::back_lor_body<T, decltype(lors)>{grid, lors, values.data()});
+                   static_cast<std::int64_t>(lors.count), opt, body);
 }
 
 } // namespace cpu

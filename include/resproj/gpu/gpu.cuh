@@ -8,6 +8,7 @@
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
 #include "resproj/gpu/file_io.cuh"
+#include "resproj/gpu/kernel_choice.hpp"
 #include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/listmode_events.cuh"
 #include "resproj/gpu/listmode_order.cuh"
@@ -21,4 +22,4 @@
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stencil_workspace.cuh"
 #include "resproj/gpu/stream.cuh"
-#include "resproj/gpu/tof_projector.cuh"
+#include "resproj/gpu/tuning.hpp"

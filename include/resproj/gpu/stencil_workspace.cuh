@@ -2,7 +2,7 @@
 /// @brief `stencil_workspace`: caller-owned device memory for the stencil
 /// layout of an image (math/stencil_layout.hpp), which the TOF back
 /// projections (list-mode and sinogram) use when
-/// `tof_kernel_options::stencil` names one: every sample's four amounts go
+/// `tuning::stencil` names one: every sample's four amounts go
 /// into it with one or two vector atomics (one memory sector, instead of
 /// two to four atomics into the image), and a reduction at the end of the
 /// call adds it into the image.
@@ -36,22 +36,12 @@
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/stream.cuh"
+#include "resproj/gpu/tuning.hpp"
 #include "resproj/math/image_grid.hpp"
 #include "resproj/math/stencil_layout.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
-
-/// What `tof_kernel_options::stencil` carries: a workspace's memory,
-/// element type size and device (empty: no stencil layout).
-struct stencil_workspace_ref {
-  void *data = nullptr;
-  std::size_t elements = 0;
-  std::size_t element_size = 0;
-  int device = -1;
-  int width = 2; ///< layout width (math::stencil_layout::width)
-  explicit operator bool() const noexcept { return data != nullptr; }
-};
 
 namespace detail {
 /// `width` if it is a stencil layout width (2 or 4).
@@ -96,7 +86,7 @@ public:
   std::size_t bytes() const noexcept { return buffer_.size() * sizeof(T); }
   int device() const noexcept { return buffer_.device(); }
 
-  /// For `tof_kernel_options::stencil`.
+  /// For `tuning::stencil`.
   stencil_workspace_ref ref() noexcept {
     return {buffer_.data(), buffer_.size(), sizeof(T), buffer_.device(), width_};
   }

@@ -90,6 +90,67 @@ static_assert(alignof(listmode_event) == 1, "listmode_event must not be padded")
 static_assert(std::is_trivially_copyable_v<listmode_event>);
 static_assert(std::is_standard_layout_v<listmode_event>);
 
+/// Packed list-mode records as a LOR source: event i runs from detector
+/// `events[i].detector_a()` to `events[i].detector_b()` of the detector
+/// table (`[x0 y0 z0 x1 y1 z1 ...]`, `num_detectors` entries); its TOF bin
+/// is `events[i].tof_bin()`, which the host-LOR streamers use when an
+/// `op::tof_listmode` leaves its `bins` empty (resident calls take the bins
+/// from the operation: split records on the device with
+/// `gpu::split_events`). 10 bytes per event. Indices are not checked per
+/// event by the projectors (validate them once, `validate_events`).
+/// Trivially copyable.
+template <class T> struct listmode_records {
+  using value_type = T;
+  const T *detectors = nullptr;
+  std::size_t num_detectors = 0;
+  const listmode_event *events = nullptr;
+  std::size_t count = 0;
+  lor_layout layout{}; ///< memory order of the events (see lor_layout)
+
+  constexpr listmode_records() noexcept = default;
+  RESPROJ_HD constexpr listmode_records(const T *detectors_, std::size_t num_detectors_,
+                                        const listmode_event *events_, std::size_t count_,
+                                        lor_layout layout_ = {}) noexcept
+      : detectors(detectors_), num_detectors(num_detectors_), events(events_),
+        count(count_), layout(layout_) {}
+
+  RESPROJ_HD void load(std::size_t i, T a[3], T b[3]) const noexcept {
+    const std::size_t da = events[i].detector_a(), db = events[i].detector_b();
+    for (int k = 0; k < 3; ++k) {
+      a[k] = detectors[3 * da + std::size_t(k)];
+      b[k] = detectors[3 * db + std::size_t(k)];
+    }
+  }
+  /// Events `[first, first + n)` (unchecked).
+  RESPROJ_HD constexpr listmode_records subview(std::size_t first,
+                                                std::size_t n) const noexcept {
+    return listmode_records(detectors, num_detectors, events + first, n, layout);
+  }
+  constexpr listmode_records with_layout(lor_layout l) const noexcept {
+    listmode_records r = *this;
+    r.layout = l;
+    return r;
+  }
+
+  // LOR-source interface (see lor_view).
+  listmode_records normalized() const noexcept { return *this; }
+  /// @throws invalid_argument naming "<name>.detectors" / "<name>.events".
+  void check(const char *name) const {
+    if (count == 0)
+      return;
+    if (detectors == nullptr || num_detectors == 0)
+      resproj::detail::throw_invalid(std::string(name) + ".detectors", "empty detector table");
+    if (events == nullptr)
+      resproj::detail::throw_invalid(std::string(name) + ".events",
+                            "null pointer with count " + std::to_string(count));
+  }
+  template <class F> void for_each_region(F &&f) const {
+    f(static_cast<const void *>(detectors), "lors.detectors");
+    f(static_cast<const void *>(events), "lors.events");
+  }
+};
+
+
 /// Result of `validate_events` (and of the GPU validation): how many
 /// events are invalid and the index of the first one (`first_invalid` is
 /// the number of events checked when none is invalid).

@@ -11,6 +11,7 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/lor_layout.hpp"
 #include "resproj/scanner/sinogram.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -20,9 +21,9 @@ namespace scanner {
 /// `[first_plane, first_plane + num_planes)` of a span-1 sinogram, in the
 /// memory order `[plane][view][radial]` (radial fastest): LOR i is the
 /// sinogram bin of that position, from detector `da` to detector `db` of
-/// `geometry.detector_pair`. A LOR source: every projector accepts it, and
-/// `launch_options::rows = num_planes` lets GPU lanes take neighbouring
-/// planes. `detectors`, `views` and `geometry.plane_rings` must live where
+/// `geometry.detector_pair`. A LOR source: every projector accepts it; its
+/// `layout` (a sinogram of `num_views` x `num_radial` bins per plane) lets
+/// the GPU projectors give neighbouring lanes neighbouring planes. `detectors`, `views` and `geometry.plane_rings` must live where
 /// the projector runs (host for the CPU backend, device for the GPU one).
 /// Trivially copyable.
 template <class T> struct sinogram_source {
@@ -36,6 +37,7 @@ template <class T> struct sinogram_source {
   int num_planes = 0;
   std::size_t first = 0; ///< offset of LOR 0 in the subset (for subviews)
   std::size_t count = 0;
+  lor_layout layout{}; ///< set by make_sinogram_source: a sinogram
 
   RESPROJ_HD void load(std::size_t i, T a[3], T b[3]) const noexcept {
     const std::size_t k = first + i;
@@ -115,6 +117,8 @@ sinogram_source<T> make_sinogram_source(const T *detectors, std::size_t num_dete
   s.num_planes = num_planes;
   s.count = std::size_t(num_planes) * std::size_t(num_views) *
             std::size_t(geometry.num_radial > 0 ? geometry.num_radial : 0);
+  s.layout = lor_layout::sinogram(std::size_t(num_views > 0 ? num_views : 0),
+                                  std::size_t(geometry.num_radial > 0 ? geometry.num_radial : 0));
   s.check("lors");
   return s;
 }

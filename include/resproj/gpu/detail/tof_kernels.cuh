@@ -104,7 +104,7 @@ struct paired_atomic_add {
 };
 
 /// Image source of the list-mode forward kernels for float images
-/// (`tof_kernel_options::vector_loads`): reads the two bilinear neighbours
+/// (`kernel_choice::vector_loads`): reads the two bilinear neighbours
 /// that are adjacent in memory (axis 2, i.e. principal axis 0 or 1) with
 /// one float2 load when the pair is 8-byte aligned, one float4 load when it
 /// starts 4 bytes into a 16-byte group (and the vector stays inside the
@@ -179,7 +179,7 @@ template <> struct back_adder<true> {
 };
 
 /// `tl` with the kernel's choice of erfc for the edge values
-/// (`tof_kernel_options::fast_erfc`; a compile-time constant, so only one
+/// (`kernel_choice::fast_erfc`; a compile-time constant, so only one
 /// erfc is compiled in).
 template <bool FastErfc, class T>
 __device__ math::tof_lor<T> fast_erfc_lor(math::tof_lor<T> tl) {
@@ -386,106 +386,6 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   for (int p = first; p <= last; ++p)
     if (p >= e.lo && p <= e.hi)
       math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p, add);
-}
-
-/// Sum of `x` over the lanes of each group `peers` (a
-/// `__match_any_sync` result that contains the calling lane), left in the
-/// group's lowest lane (other lanes: partial sums). A tree over the
-/// group's ranks: in round k, rank r with r % 2^(k+1) == 0 adds the value
-/// of rank r + 2^k. `rounds` = ceil(log2(largest group of the warp)),
-/// the same in every lane. Every lane of the warp must call it.
-template <class T>
-__device__ T warp_group_sum(unsigned peers, T x, int lane, int rounds) {
-  const int rank = __popc(peers & ((1u << lane) - 1u));
-  unsigned above = peers & ~((2u << lane) - 1u); // higher-ranked peers (lane 31: none)
-  for (int k = 0; k < rounds; ++k) {
-    const int stride = 1 << k;
-    // `above` has its lowest stride - 1 bits cleared: its lowest set bit
-    // is the peer of rank + stride.
-    const int partner = above != 0u ? __ffs(int(above)) - 1 : lane;
-    const T other = __shfl_sync(0xffffffffu, x, partner);
-    if (above != 0u && (rank & (2 * stride - 1)) == 0)
-      x += other;
-    for (int c = 0; c < stride; ++c)
-      above &= above - 1u;
-  }
-  return x;
-}
-
-/// Collects one sample's scatter (stencil and amount) instead of adding
-/// it: the adder of `math::scatter_tof_lm_plane` in the aggregated kernel,
-/// so that the plane's weight and amount come from the shared code.
-template <class IS, class TS> struct sample_collector {
-  static constexpr bool scatters_samples = true;
-  math::bilinear_stencil<IS, TS> *stencil;
-  TS *amount;
-  template <class T> __device__ void operator()(T *, T) const {} // not used
-  template <class I, class T>
-  __device__ void scatter_sample(T *, const math::joseph_ray<T> &r, std::int64_t p,
-                                 T value) const {
-    *stencil = math::stencil_at<IS>(r, p);
-    *amount = value;
-  }
-};
-
-/// Adds `amount` into `image[offset]` summed over the lanes of the warp
-/// with the same `key` (`key` = offset for a real add, a value no offset
-/// takes, distinct per lane, for none): one atomic per distinct voxel.
-/// Every lane of the warp must call it.
-template <class T, class I>
-__device__ void warp_aggregated_add(T *image, bool adds, I offset, T amount, int lane) {
-  using key_t = std::conditional_t<sizeof(I) == 4, unsigned, unsigned long long>;
-  // Offsets are >= 0 and < 2^31 (32-bit) or < 2^63: ~lane is never one.
-  const key_t key = adds ? key_t(offset) : ~key_t(lane);
-  const unsigned peers = __match_any_sync(0xffffffffu, key);
-  const int largest = __reduce_max_sync(0xffffffffu, unsigned(__popc(peers)));
-  if (largest == 1) { // no shared voxel in the warp (the common case unsorted)
-    if (adds)
-      atomicAdd(image + offset, amount);
-    return;
-  }
-  int rounds = 0;
-  while ((1 << rounds) < largest)
-    ++rounds;
-  const T sum = warp_group_sum(peers, adds ? amount : T(0), lane, rounds);
-  if (adds && (peers & ((1u << lane) - 1u)) == 0u) // the group's lowest lane
-    atomicAdd(image + offset, sum);
-}
-
-/// List-mode back, warp lock-step with warp-aggregated atomics
-/// (`tof_kernel_options::warp_aggregate`): as `tof_lm_back_lockstep_kernel`,
-/// but at every plane step the lanes' amounts for the same voxel are summed
-/// in the warp first (`warp_aggregated_add` per stencil neighbour), so
-/// sorted events whose windows overlap do one atomic per voxel instead of
-/// one per lane. Same amounts as the other back kernels; only the rounding
-/// order of the sums differs. Needs blocks of whole warps.
-template <class T, class I, class Lors, bool FastErfc = false>
-RESPROJ_KERNEL void __launch_bounds__(256)
-    tof_lm_back_aggregated_kernel(math::image_grid<T> grid, std::size_t count,
-                                  lor_order order, T *__restrict__ image, Lors lors,
-                                  const std::int16_t *__restrict__ bins,
-                                  tof_params<T> tof, const T *__restrict__ values) {
-  const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int lane = int(threadIdx.x % 32u);
-  const std::size_t ev = thread < count ? order(thread) : 0;
-  const T value = thread < count ? values[ev] : T(0);
-  const bool active = thread < count && value != T(0);
-  const lockstep_event<T> e = lockstep_setup<FastErfc>(grid, active, ev, lors, bins, tof);
-  int first, last;
-  warp_plane_span(e, first, last);
-  const T v = value * e.ray.step;
-  for (int p = first; p <= last; ++p) {
-    math::bilinear_stencil<I, T> st{};
-    T amount = T(0);
-    if (p >= e.lo && p <= e.hi)
-      math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p,
-                                    sample_collector<I, T>{&st, &amount});
-    // amount == 0: no add (zero weight or not this lane's plane); the
-    // stencil's zero weights mark neighbours outside the image.
-    for (int i = 0; i < 4; ++i)
-      warp_aggregated_add<T, I>(image, amount != T(0) && st.weight[i] != T(0),
-                                st.offset[i], amount * st.weight[i], lane);
-  }
 }
 
 } // namespace detail

@@ -1,0 +1,278 @@
+/// @file
+/// @brief The kernel launches of the GPU projectors, one per operation and
+/// direction, for a `kernel_choice` already made and arguments already
+/// checked (gpu/projector.cuh does both). Tests call these directly to run
+/// every variant.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda_runtime.h>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/operations.hpp"
+#include "resproj/core/span.hpp"
+#include "resproj/core/tof.hpp"
+#include "resproj/gpu/detail/joseph_kernels.cuh"
+#include "resproj/gpu/detail/stencil_kernels.cuh"
+#include "resproj/gpu/detail/tof_kernels.cuh"
+#include "resproj/gpu/device.cuh"
+#include "resproj/gpu/device_image_view.hpp"
+#include "resproj/gpu/kernel_choice.hpp"
+#include "resproj/gpu/launch.cuh"
+#include "resproj/gpu/stencil_workspace.cuh"
+#include "resproj/gpu/stream.cuh"
+#include "resproj/math/image_grid.hpp"
+#include "resproj/math/stencil_layout.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace gpu {
+namespace detail {
+
+/// Calls `f(std::integral_constant<int, G>{})` for the runtime value g.
+template <class F> void dispatch_group(int g, F &&f) {
+  switch (g) {
+  case 1:
+    f(std::integral_constant<int, 1>{});
+    break;
+  case 2:
+    f(std::integral_constant<int, 2>{});
+    break;
+  case 4:
+    f(std::integral_constant<int, 4>{});
+    break;
+  case 8:
+    f(std::integral_constant<int, 8>{});
+    break;
+  case 16:
+    f(std::integral_constant<int, 16>{});
+    break;
+  default:
+    f(std::integral_constant<int, 32>{});
+    break;
+  }
+}
+
+/// Calls `f(std::bool_constant<b>{})`.
+template <class F> void dispatch_bool(bool b, F &&f) {
+  if (b)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
+/// `dispatch_bool` for the fast erfc: float only (double kernels always
+/// use the library erfc), so double compiles one kernel.
+template <class T, class F> void dispatch_fast_erfc(bool fast, F &&f) {
+  if constexpr (std::is_same_v<T, float>)
+    dispatch_bool(fast, f);
+  else
+    f(std::false_type{});
+}
+
+/// The LOR order of a chunk of `count` LORs under `c` (rows > 1 divides
+/// count by construction of the choice).
+inline lor_order order_of(const kernel_choice &c, std::size_t count) {
+  lor_order order;
+  if (c.rows > 1 && count % c.rows == 0) {
+    order.rows = c.rows;
+    order.columns = count / c.rows;
+  }
+  return order;
+}
+
+/// Launches a per-LOR kernel `Kernels::get<T, I, G>()` over `count` LORs
+/// with `lanes` (G) threads per LOR, 32-bit voxel indices where they fit
+/// (and `c.wide_index` is off), on the image's device. Kernel parameters
+/// are `(grid, count, order, args...)`.
+template <class T, class Kernels, class... Args>
+void launch_per_lor(const device_image_view<const T> &image, std::size_t count, int lanes,
+                    const kernel_choice &c, bool wide, stream_ref s, const char *name,
+                    Args... args) {
+  const lor_order order = order_of(c, count);
+  const device_guard guard(image.device);
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const bool narrow = !wide && !c.wide_index && math::fits_32bit_index(grid);
+  dispatch_group(lanes, [&](auto group) {
+    constexpr int G = decltype(group)::value;
+    const std::size_t block = std::size_t(c.block_size);
+    const std::size_t blocks = (count * std::size_t(G) + block - 1) / block;
+    if (narrow)
+      launch(Kernels::template get<T, std::int32_t, G>(), blocks, c.block_size, s, name,
+             grid, count, order, args...);
+    else
+      launch(Kernels::template get<T, std::int64_t, G>(), blocks, c.block_size, s, name,
+             grid, count, order, args...);
+  });
+}
+
+// Kernel selectors for launch_per_lor.
+template <class Lors> struct forward_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return forward_kernel<T, I, G, Lors>;
+  }
+};
+template <class Lors> struct back_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return back_kernel<T, I, G, Lors>;
+  }
+};
+template <class Lors, bool FastErfc> struct tof_sino_forward_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_sino_forward_kernel<T, I, G, Lors, FastErfc>;
+  }
+};
+template <class Lors, class Add, bool FastErfc> struct tof_sino_back_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_sino_back_kernel<T, I, G, Lors, Add, FastErfc>;
+  }
+};
+template <class Lors, bool SampleFirst, bool FastErfc, class Src>
+struct tof_lm_forward_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc, Src>;
+  }
+};
+template <class Lors, class Add, bool FastErfc> struct tof_lm_back_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc>;
+  }
+};
+template <class Lors, bool SampleFirst, bool FastErfc, class Src>
+struct tof_lm_forward_lockstep_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_forward_lockstep_kernel<T, I, Lors, SampleFirst, FastErfc, Src>;
+  }
+};
+template <class Lors, class Add, bool FastErfc> struct tof_lm_back_lockstep_kernels {
+  template <class T, class I, int G> static constexpr auto get() {
+    return tof_lm_back_lockstep_kernel<T, I, Lors, Add, FastErfc>;
+  }
+};
+
+/// Calls `run(add, wide)` with the atomic adder of a back projection: into
+/// the stencil workspace `c.stencil` when set (then queues its reduction
+/// into `image` on `s`; `wide` when the layout needs 64-bit offsets), else
+/// paired vector atomics (`c.vector_atomics`) or scalar atomics.
+template <class T, class Run>
+void run_with_back_adder(const kernel_choice &c, const device_image_view<T> &image,
+                         stream_ref s, Run &&run) {
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  if (c.stencil) {
+    const auto layout = math::make_stencil_layout(grid, c.stencil.width);
+    run(stencil_atomic_add<T, paired_atomic_add>{static_cast<T *>(c.stencil.data), layout,
+                                                 back_adder<true>::make(grid)},
+        !math::fits_32bit_index(layout));
+    stencil_reduce<T>(c.stencil, image, s);
+  } else if (c.vector_atomics) {
+    run(back_adder<true>::make(grid), false);
+  } else {
+    run(back_adder<false>::make(grid), false);
+  }
+}
+
+// ------------------------------------------------------------- non-TOF --
+
+template <class T, class Lors>
+void run_forward(const op::non_tof &, const device_image_view<const T> &image,
+                 const Lors &src, span<T> out, const kernel_choice &c, stream_ref s) {
+  launch_per_lor<T, forward_kernels<Lors>>(image, src.count, c.threads_per_lor, c, false,
+                                           s, "forward_kernel", image.data, src,
+                                           out.data());
+}
+
+template <class T, class Lors>
+void run_back(const op::non_tof &, const device_image_view<T> &image, const Lors &src,
+              span<const T> values, const kernel_choice &c, stream_ref s) {
+  launch_per_lor<T, back_kernels<Lors>>(device_image_view<const T>(image), src.count,
+                                        c.threads_per_lor, c, false, s, "back_kernel",
+                                        image.data, src, values.data());
+}
+
+// -------------------------------------------------------- TOF sinogram --
+
+template <class T, class Lors>
+void run_forward(const op::tof_sinogram<T> &o, const device_image_view<const T> &image,
+                 const Lors &src, span<T> out, const kernel_choice &c, stream_ref s) {
+  const auto tof = o.tof.subview(0, src.count);
+  dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
+    launch_per_lor<T, tof_sino_forward_kernels<Lors, decltype(fast)::value>>(
+        image, src.count, c.threads_per_lor, c, false, s, "tof_sino_forward_kernel",
+        image.data, src, tof, out.data());
+  });
+}
+
+template <class T, class Lors>
+void run_back(const op::tof_sinogram<T> &o, const device_image_view<T> &image,
+              const Lors &src, span<const T> values, const kernel_choice &c,
+              stream_ref s) {
+  const auto tof = o.tof.subview(0, src.count);
+  run_with_back_adder(c, image, s, [&](auto add, bool wide) {
+    dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
+      launch_per_lor<T, tof_sino_back_kernels<Lors, decltype(add), decltype(fast)::value>>(
+          device_image_view<const T>(image), src.count, c.threads_per_lor, c, wide, s,
+          "tof_sino_back_kernel", image.data, src, tof, values.data(), add);
+    });
+  });
+}
+
+// -------------------------------------------------------- TOF list-mode --
+
+template <class T, class Lors>
+void run_forward(const op::tof_listmode<T> &o, const device_image_view<const T> &image,
+                 const Lors &src, span<T> out, const kernel_choice &c, stream_ref s) {
+  const auto tof = o.tof.subview(0, src.count);
+  const std::int16_t *bins = o.bins.data();
+  const auto run = [&](auto source) {
+    using Src = decltype(source);
+    dispatch_bool(c.sample_first, [&](auto first) {
+      dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
+        constexpr bool sf = decltype(first)::value, fe = decltype(fast)::value;
+        if (c.lockstep)
+          launch_per_lor<T, tof_lm_forward_lockstep_kernels<Lors, sf, fe, Src>>(
+              image, src.count, 1, c, false, s, "tof_lm_forward_lockstep_kernel", source,
+              src, bins, tof, out.data());
+        else
+          launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe, Src>>(
+              image, src.count, c.threads_per_lor, c, false, s, "tof_lm_forward_kernel",
+              source, src, bins, tof, out.data());
+      });
+    });
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    if (c.vector_loads) {
+      run(paired_image_source{image.data, image.geometry.num_voxels()});
+      return;
+    }
+  }
+  run(image.data);
+}
+
+template <class T, class Lors>
+void run_back(const op::tof_listmode<T> &o, const device_image_view<T> &image,
+              const Lors &src, span<const T> values, const kernel_choice &c,
+              stream_ref s) {
+  const auto tof = o.tof.subview(0, src.count);
+  const std::int16_t *bins = o.bins.data();
+  run_with_back_adder(c, image, s, [&](auto add, bool wide) {
+    using Add = decltype(add);
+    dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
+      constexpr bool fe = decltype(fast)::value;
+      const device_image_view<const T> cimage(image);
+      if (c.lockstep)
+        launch_per_lor<T, tof_lm_back_lockstep_kernels<Lors, Add, fe>>(
+            cimage, src.count, 1, c, wide, s, "tof_lm_back_lockstep_kernel", image.data,
+            src, bins, tof, values.data(), add);
+      else
+        launch_per_lor<T, tof_lm_back_kernels<Lors, Add, fe>>(
+            cimage, src.count, c.threads_per_lor, c, wide, s, "tof_lm_back_kernel",
+            image.data, src, bins, tof, values.data(), add);
+    });
+  });
+}
+
+} // namespace detail
+} // namespace gpu
+RESPROJ_NAMESPACE_END
