@@ -51,12 +51,12 @@ template <class T> struct problem {
         ones(lors.count(), T(1)) {}
 
   void forward(const rp::cpu::options &opt = {}) {
-    rp::cpu::forward(rp::image_view<const T>(image.data(), geometry), lors.view(),
-                     rp::span<T>(projection.data(), projection.size()), opt);
+    rp::cpu::forward(rp::op::non_tof{}, rp::image_view<const T>(image.data(), geometry),
+                     lors.view(), rp::span<T>(projection.data(), projection.size()), opt);
   }
   void back(const rp::cpu::options &opt) {
-    rp::cpu::back(rp::image_view<T>(back_image.data(), geometry), lors.view(),
-                  rp::span<const T>(ones.data(), ones.size()), opt);
+    rp::cpu::back(rp::op::non_tof{}, rp::image_view<T>(back_image.data(), geometry),
+                  lors.view(), rp::span<const T>(ones.data(), ones.size()), opt);
   }
 };
 

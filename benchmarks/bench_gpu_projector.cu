@@ -1,8 +1,38 @@
 // GPU non-TOF projector benchmarks on the reference problems
-// (spec/benchmark-problems.md), float images, box phantom:
+// (spec/benchmark-problems.md), float images, box phantom.
 //
-//   gpu/dmi-subset/{forward,back}            image and LORs resident
-//   gpu/dmi-full/{forward,back}              image and LORs resident
+// Plain rows first: gpu::forward / gpu::back(op::non_tof{}, image, lors,
+// out, stream), no tuning, on the LORs as a user has them. The dmi-subset
+// and dmi-full end points are in [plane][view][radial] order and are
+// declared so once (lor_view(...).with_layout(lor_layout::sinogram(views,
+// radial))); a scanner::sinogram_source knows its layout itself:
+//
+//   gpu/dmi-subset/{forward,back}/plain      4,302,720 end points, resident,
+//                                            declared sinogram-ordered
+//                                            (8 views x 415 radial)
+//   gpu/dmi-subset/{forward,back}/sinogram-source/plain
+//                                            the same LORs derived on the
+//                                            device from the sinogram source
+//   gpu/dmi-subset/{forward,back}/detector-pairs/plain
+//                                            8-byte detector pairs into the
+//                                            resident detector table,
+//                                            declared sinogram-ordered
+//   gpu/dmi-full/{forward,back}/plain        146,292,480 end points, resident,
+//                                            declared sinogram-ordered
+//                                            (272 views x 415 radial)
+//   gpu/dmi-full/{forward,back}/sinogram-source/plain
+//   gpu/dmi-subset/streamed-back/pinned/301-planes
+//                                            back projection of the dmi-subset
+//                                            end points in pinned host memory
+//                                            (declared sinogram-ordered, values
+//                                            pinned) through one
+//                                            gpu::lor_streamer::back call,
+//                                            max_chunk = 301 planes' worth
+//                                            (999,320 LORs)
+//
+// Chunk rows (every call a plain call; chunks of 10^K LORs hold no whole
+// sinogram planes, so they run in memory order; chunks of whole planes keep
+// lanes along planes):
 //   gpu/dmi-chunks/resident/chunk:1eK        dmi-subset forward as chunks of
 //                                            10^K LORs (K = 3..6; 1e7 runs
 //                                            over the dmi-full LORs), back to
@@ -12,25 +42,48 @@
 //   gpu/dmi-chunks/streamer-pinned/chunk:1eK host LORs (pinned) through one
 //                                            gpu::lor_streamer call
 //   gpu/dmi-chunks/streamer-pageable/...     host LORs (pageable), likewise
+//   gpu/dmi-chunks/{resident,streamer-pinned}-planes/planes:N
+//                                            the same in chunks of N whole
+//                                            planes (N = 3, 30, 301: 9,960,
+//                                            99,600 and 999,320 LORs)
 //   gpu/dmi-chunks/naive/chunk:1eK           per chunk: cudaMalloc image,
 //                                            LORs and output, copy image and
 //                                            LORs (pageable), compute, copy
 //                                            back, cudaFree, synchronise
-//   gpu/tpl-sweep/{forward,back}/chunk:X/tpl:G
-//                                            threads per LOR 1, 4, 8, 32 and
-//                                            the automatic choice ("auto")
+//
+// Variant rows, after the plain ones (forced kernels: a gpu::kernel_choice
+// run through gpu::detail::run_forward / run_back, or a gpu::tuning):
+//   gpu/dmi-{subset,full}/{forward,back}/memory-order
+//                                            the table's choice for LORs of
+//                                            unknown order: 4 threads per LOR,
+//                                            LORs in memory order
+//   gpu/dmi-chunks/resident-unchecked/chunk:1eK
+//                                            resident chunks with
+//                                            gpu::tuning::check_pointers off
+//   gpu/rows-sweep/{forward,back}/tpl:G      lanes along sinogram planes (the
+//                                            plain rows' mapping) with G
+//                                            threads per LOR (auto: the
+//                                            table's)
+//   gpu/tpl-sweep/forward/chunk:X/tpl:G      G threads per LOR: resident
+//                                            chunks (gpu::tuning) / the whole
+//                                            subset in memory order (chunk:all)
+//   gpu/tpl-sweep/back/chunk:all/tpl:G       likewise, back projection
 //
 // Timing: CUDA events around the work on its stream (host wall clock for the
 // host-blocking streamer and naive variants), UseManualTime, one warm-up
 // call before each timed loop, 5 repetitions, aggregates only: read the
 // `_median` rows. items_per_second is LORs per second; "us_per_call" is the
 // time per projection call (chunk benchmarks); "host_us_per_call" is the
-// host time to enqueue one call (resident chunks). Back projections use
-// values all 1, and the image is zeroed outside the timed region.
+// host time to enqueue one call (resident chunks); "threads_per_lor" and
+// "rows" say which kernel ran (rows: sinogram planes taken by neighbouring
+// lanes, 0: memory order). Back projections use values all 1, and the image
+// is zeroed outside the timed region.
 //
 // After the runs a "size your LOR chunks" table is printed (LORs/s per chunk
-// size and variant, as a percentage of the full dmi-subset forward figure,
-// and the first chunk size reaching 90% of it), and a threads-per-LOR table.
+// size and variant, as a percentage of the plain dmi-subset forward in one
+// call, which the table measures itself whatever --benchmark_filter says;
+// the first chunk size reaching 90% of it; a last line with the chunk size
+// to use), and a threads-per-LOR table.
 //
 // Extra flag (given before or among the Google Benchmark flags):
 //   --chunk_csv=PATH   also write the chunk table as CSV to PATH
@@ -61,8 +114,22 @@
 
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
+#include "common/dmi_device_sources.cuh"
+#include "common/gpu_variants.cuh"
 #include "common/phantom.hpp"
-#include "resproj/gpu/gpu.cuh"
+#include "resproj/core/lor_layout.hpp"
+#include "resproj/core/operations.hpp"
+#include "resproj/gpu/device.cuh"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/error.cuh"
+#include "resproj/gpu/event.cuh"
+#include "resproj/gpu/kernel_choice.hpp"
+#include "resproj/gpu/lor_streamer.cuh"
+#include "resproj/gpu/pinned_buffer.cuh"
+#include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stream.cuh"
+#include "resproj/gpu/tuning.hpp"
 #include "resproj/scanner/dmi.hpp"
 #include "resproj/scanner/sinogram_source.hpp"
 
@@ -86,6 +153,8 @@ struct subset_problem {
   gpu::device_image<float> image;      ///< box phantom (forward input)
   gpu::device_image<float> back_image; ///< back projection output
   gpu::device_buffer<float> starts, ends, out, ones;
+  /// [plane][view][radial]: 8 views x 415 radial bins per plane.
+  rp::lor_layout layout = rb::dmi_subset_layout();
 
   subset_problem()
       : host_image(rb::box_phantom<float>(geometry)),
@@ -104,21 +173,30 @@ struct subset_problem {
   }
 
   std::size_t count() const noexcept { return host_lors.count(); }
+  /// The resident end points, declared sinogram-ordered.
   rp::lor_view<const float> lors() const noexcept {
-    return rp::lor_view<const float>(starts.data(), ends.data(), count());
+    return rp::lor_view<const float>(starts.data(), ends.data(), count(), layout);
+  }
+  /// The pageable host end points, declared sinogram-ordered.
+  rp::lor_view<const float> host_view() const noexcept {
+    return host_lors.view().with_layout(layout);
   }
 };
 
-/// dmi-subset LORs in pinned host memory, and a pinned output.
+/// dmi-subset LORs in pinned host memory (declared sinogram-ordered), a
+/// pinned output and pinned values all 1.
 struct pinned_subset {
-  gpu::pinned_buffer<float> starts, ends, out;
+  gpu::pinned_buffer<float> starts, ends, out, ones;
+  rp::lor_layout layout;
   explicit pinned_subset(const subset_problem &p)
-      : starts(p.host_lors.starts.size()), ends(p.host_lors.ends.size()), out(p.count()) {
+      : starts(p.host_lors.starts.size()), ends(p.host_lors.ends.size()), out(p.count()),
+        ones(p.count()), layout(p.layout) {
     std::copy(p.host_lors.starts.begin(), p.host_lors.starts.end(), starts.begin());
     std::copy(p.host_lors.ends.begin(), p.host_lors.ends.end(), ends.begin());
+    std::fill(ones.begin(), ones.end(), 1.0f);
   }
   rp::lor_view<const float> lors() const noexcept {
-    return rp::lor_view<const float>(starts.data(), ends.data(), out.size());
+    return rp::lor_view<const float>(starts.data(), ends.data(), out.size(), layout);
   }
 };
 
@@ -128,15 +206,17 @@ struct pinned_subset {
 struct full_problem {
   std::size_t count = 0;
   gpu::device_buffer<float> starts, ends, out, ones;
+  /// [plane][view][radial]: 272 views x 415 radial bins per plane.
+  rp::lor_layout layout = rb::dmi_full_layout();
   double setup_seconds = 0;
 
   explicit full_problem(subset_problem &p) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto scanner = rs::dmi();
-    const auto layout = rs::dmi_sinogram();
-    const auto views = rs::subset_views(layout, 0, 1); // every view
-    const std::size_t per_plane = rs::sinogram_lor_count(layout, views.size(), 1);
-    count = per_plane * std::size_t(layout.num_planes());
+    const auto sino = rs::dmi_sinogram();
+    const auto views = rs::subset_views(sino, 0, 1); // every view
+    const std::size_t per_plane = rs::sinogram_lor_count(sino, views.size(), 1);
+    count = per_plane * std::size_t(sino.num_planes());
     starts = gpu::device_buffer<float>(3 * count, p.s);
     ends = gpu::device_buffer<float>(3 * count, p.s);
     out = gpu::device_buffer<float>(count, p.s);
@@ -146,12 +226,12 @@ struct full_problem {
     constexpr int block_planes = 144; // 1296 = 9 blocks; 2 x 195 MB pinned
     const std::size_t block_values = 3 * per_plane * block_planes;
     gpu::pinned_buffer<float> h_starts(block_values), h_ends(block_values);
-    for (int first = 0; first < layout.num_planes(); first += block_planes) {
-      const int planes = std::min(block_planes, layout.num_planes() - first);
+    for (int first = 0; first < sino.num_planes(); first += block_planes) {
+      const int planes = std::min(block_planes, sino.num_planes() - first);
       rb::parallel_ranges(std::size_t(planes), [&](std::size_t p0, std::size_t np) {
         const std::size_t offset = 3 * per_plane * p0;
         const std::size_t values = 3 * per_plane * np;
-        rs::sinogram_lors(scanner, layout, views, first + int(p0), int(np),
+        rs::sinogram_lors(scanner, sino, views, first + int(p0), int(np),
                           rp::span<float>(h_starts.data() + offset, values),
                           rp::span<float>(h_ends.data() + offset, values));
       });
@@ -167,51 +247,31 @@ struct full_problem {
                  setup_seconds);
   }
 
+  /// The resident end points, declared sinogram-ordered.
   rp::lor_view<const float> lors() const noexcept {
-    return rp::lor_view<const float>(starts.data(), ends.data(), count);
+    return rp::lor_view<const float>(starts.data(), ends.data(), count, layout);
   }
 };
 
-/// The reference scanner's detector table, plane table and view lists on the
-/// device, and LOR sources that derive dmi-subset and dmi-full from them
-/// (sinogram descriptions) or read 8-byte detector pairs (dmi-subset).
+/// The reference scanner's tables on the device, the sinogram sources of
+/// dmi-subset and dmi-full over them, and 8-byte detector pairs of
+/// dmi-subset (in the same order, declared sinogram-ordered).
 struct detector_problem {
-  gpu::device_buffer<float> detectors;
-  gpu::device_buffer<std::int32_t> planes, subset_views, all_views, subset_pairs;
-  rs::sinogram_source<float> subset_sino, full_sino;
+  rb::dmi_device_tables tables;
+  gpu::device_buffer<std::int32_t> subset_pairs;
   rp::detector_pairs<float> subset_indexed;
 
-  explicit detector_problem(subset_problem &p) {
-    const auto scanner = rs::dmi();
-    const auto layout = rs::dmi_sinogram();
-    const auto table = scanner.detector_centres();
-    const auto plane_table = layout.plane_table();
-    const auto sv = rs::subset_views(layout, 0, rs::dmi_num_subsets);
-    const auto av = rs::subset_views(layout, 0, 1);
-    const std::vector<std::int32_t> sv32(sv.begin(), sv.end()),
-        av32(av.begin(), av.end());
-    detectors =
-        gpu::make_device_buffer(rp::span<const float>(table.data(), table.size()), p.s);
-    planes = gpu::make_device_buffer(
-        rp::span<const std::int32_t>(plane_table.data(), plane_table.size()), p.s);
-    subset_views = gpu::make_device_buffer(
-        rp::span<const std::int32_t>(sv32.data(), sv32.size()), p.s);
-    all_views = gpu::make_device_buffer(
-        rp::span<const std::int32_t>(av32.data(), av32.size()), p.s);
-    const auto geometry = layout.geometry(planes.data());
-    subset_sino = rs::make_sinogram_source<float>(
-        detectors.data(), table.size() / 3, geometry, subset_views.data(),
-        int(sv32.size()), 0, layout.num_planes());
-    full_sino = rs::make_sinogram_source<float>(detectors.data(), table.size() / 3,
-                                                geometry, all_views.data(),
-                                                int(av32.size()), 0, layout.num_planes());
+  explicit detector_problem(subset_problem &p) : tables(p.s) {
+    const auto sino = rs::dmi_sinogram();
+    const auto plane_table = sino.plane_table();
+    const auto sv = rs::subset_views(sino, 0, rs::dmi_num_subsets);
     // Explicit detector pairs of dmi-subset, in the same order.
-    const auto host_geometry = layout.geometry(plane_table.data());
+    const auto host_geometry = sino.geometry(plane_table.data());
     std::vector<std::int32_t> pairs;
-    pairs.reserve(2 * subset_sino.count);
-    for (int plane = 0; plane < layout.num_planes(); ++plane)
+    pairs.reserve(2 * tables.subset.count);
+    for (int plane = 0; plane < sino.num_planes(); ++plane)
       for (int view : sv)
-        for (int radial = 0; radial < layout.num_radial; ++radial) {
+        for (int radial = 0; radial < sino.num_radial; ++radial) {
           int da, db;
           host_geometry.detector_pair(plane, view, radial, da, db);
           pairs.push_back(da);
@@ -219,8 +279,9 @@ struct detector_problem {
         }
     subset_pairs = gpu::make_device_buffer(
         rp::span<const std::int32_t>(pairs.data(), pairs.size()), p.s);
-    subset_indexed = rp::detector_pairs<float>(detectors.data(), table.size() / 3,
-                                               subset_pairs.data(), subset_sino.count);
+    subset_indexed =
+        rp::detector_pairs<float>(tables.detectors.data(), tables.num_detectors,
+                                  subset_pairs.data(), tables.subset.count, p.layout);
     p.s.synchronize();
   }
 };
@@ -277,6 +338,8 @@ void release_problems() noexcept {
 
 // ------------------------------------------------------------- helpers --
 
+constexpr rp::op::non_tof non_tof{};
+
 std::size_t num_calls(std::size_t count, std::size_t chunk) {
   return (count + chunk - 1) / chunk;
 }
@@ -293,21 +356,15 @@ void set_counters(benchmark::State &state, std::size_t lors_per_iteration,
         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
-/// Threads per LOR the library uses for `count` LORs with `opt`.
-int chosen_threads_per_lor(const gpu::launch_options &opt, std::size_t count,
-                           int device) {
-  return gpu::detail::threads_per_lor(opt, count, device);
-}
-
-/// Forward projection of `lors` in consecutive chunks of `chunk` LORs, all
-/// queued on `s`, no synchronisation.
+/// Plain forward projection of `lors` in consecutive chunks of `chunk` LORs,
+/// all queued on `s`, no synchronisation.
 void forward_chunks(const gpu::device_image<float> &image, rp::lor_view<const float> lors,
-                    rp::span<float> out, std::size_t chunk,
-                    const gpu::launch_options &opt, gpu::stream_ref s) {
+                    rp::span<float> out, std::size_t chunk, const gpu::tuning &t,
+                    gpu::stream_ref s) {
   for (std::size_t first = 0; first < lors.count; first += chunk) {
     const std::size_t n = std::min(chunk, lors.count - first);
-    gpu::forward<float>(image.cview(), lors.subview(first, n), out.subspan(first, n), opt,
-                        s);
+    gpu::forward(non_tof, image.cview(), lors.subview(first, n), out.subspan(first, n), s,
+                 t);
   }
 }
 
@@ -328,102 +385,136 @@ struct graph_holder {
 
 // ---------------------------------------------------------- benchmarks --
 
-void bm_subset_forward(benchmark::State &state, gpu::launch_options opt) {
-  rb::guarded(state, [&] {
-    subset_problem &p = subset();
-    const auto lors = p.lors();
-    rb::time_on_stream(state, p.s, [&] {
-      gpu::forward<float>(p.image.cview(), lors, p.out.span(), opt, p.s);
-    });
-    set_counters(state, lors.count);
-    // Sanity check of the result: about 56% of the values are exactly 0.
-    p.out.copy_to_host(rp::span<float>(p.host_out.data(), p.host_out.size()), p.s);
-    p.s.synchronize();
-    const auto zeros = std::count(p.host_out.begin(), p.host_out.end(), 0.0f);
-    state.counters["zero_fraction"] = double(zeros) / double(p.host_out.size());
-    state.counters["threads_per_lor"] =
-        chosen_threads_per_lor(opt, lors.count, p.image.device());
-  });
-}
+/// The kernel of a whole-problem row: the plain call, or a forced variant,
+/// the table's choice as for `layout` with the overrides `tuning`.
+struct kernel_spec {
+  bool plain = true;
+  rp::lor_layout layout{};
+  gpu::tuning tuning{};
 
-void bm_subset_back(benchmark::State &state, gpu::launch_options opt) {
-  rb::guarded(state, [&] {
-    subset_problem &p = subset();
-    const auto lors = p.lors();
-    rb::time_on_stream(
-        state, p.s, [&] { p.back_image.zero(p.s); },
-        [&] { gpu::back<float>(p.back_image.view(), lors, p.ones.cspan(), opt, p.s); });
-    set_counters(state, lors.count);
-    state.counters["threads_per_lor"] =
-        chosen_threads_per_lor(opt, lors.count, p.image.device());
-  });
-}
+  static kernel_spec plain_call() { return {}; }
+  static kernel_spec as_for(rp::lor_layout l, int threads_per_lor = 0) {
+    kernel_spec k;
+    k.plain = false;
+    k.layout = l;
+    k.tuning.threads_per_lor = threads_per_lor;
+    return k;
+  }
+};
 
-void bm_full_forward(benchmark::State &state, gpu::launch_options opt) {
-  rb::guarded(state, [&] {
-    subset_problem &p = subset();
-    full_problem &f = full();
-    const auto lors = f.lors();
-    rb::time_on_stream(state, p.s, [&] {
-      gpu::forward<float>(p.image.cview(), lors, f.out.span(), opt, p.s);
-    });
-    set_counters(state, lors.count);
-  });
-}
+/// LOR sources of the whole-problem rows.
+enum class source {
+  subset_end_points,
+  subset_sinogram,
+  subset_pairs,
+  full_end_points,
+  full_sinogram
+};
 
-void bm_full_back(benchmark::State &state, gpu::launch_options opt) {
-  rb::guarded(state, [&] {
-    subset_problem &p = subset();
-    full_problem &f = full();
-    const auto lors = f.lors();
-    rb::time_on_stream(
-        state, p.s, [&] { p.back_image.zero(p.s); },
-        [&] { gpu::back<float>(p.back_image.view(), lors, f.ones.cspan(), opt, p.s); });
-    set_counters(state, lors.count);
-  });
-}
-
-/// Forward and back over a LOR source derived on the device (issue 5):
-/// `which` 0 = dmi-subset sinogram description, 1 = dmi-subset detector
-/// pairs, 2 = dmi-full sinogram description. Counter "bytes_per_lor": LOR
-/// bytes read from memory per LOR (0 for descriptions, 8 for pairs).
+/// Forward or back projection of a whole LOR source with kernel `k`.
+/// Counter "bytes_per_lor": LOR bytes read from memory per LOR (24 for end
+/// points, 8 for detector pairs, 0 for a sinogram source); "zero_fraction"
+/// (dmi-subset forward): the fraction of values exactly 0, a sanity check
+/// (about 0.557 for the box phantom).
 template <class Source>
-void bm_source(benchmark::State &state, const Source &lors, rp::span<float> out,
-               rp::span<const float> ones, bool back, gpu::launch_options opt,
-               double bytes_per_lor) {
+void run_source(benchmark::State &state, const Source &lors, rp::span<float> out,
+                rp::span<const float> ones, bool back, const kernel_spec &k,
+                double bytes_per_lor, bool subset_output) {
   subset_problem &p = subset();
-  if (back)
+  const int device = p.image.device();
+  const auto dir = back ? gpu::direction::back : gpu::direction::forward;
+  const gpu::kernel_choice c =
+      k.plain ? rb::plain_choice(non_tof, dir, lors, device)
+              : rb::choice_as(non_tof, dir, k.layout, lors.count, device, k.tuning);
+  if (back) {
+    const auto image = p.back_image.view();
+    if (!k.plain)
+      rb::check_back(non_tof, image, lors, ones, p.s, k.tuning);
     rb::time_on_stream(
         state, p.s, [&] { p.back_image.zero(p.s); },
-        [&] { gpu::back<float>(p.back_image.view(), lors, ones, opt, p.s); });
-  else
-    rb::time_on_stream(
-        state, p.s, [&] { gpu::forward<float>(p.image.cview(), lors, out, opt, p.s); });
+        [&] {
+          if (k.plain)
+            gpu::back(non_tof, image, lors, ones, p.s);
+          else
+            rb::back_as(c, non_tof, image, lors, ones, p.s);
+        });
+  } else {
+    const auto image = p.image.cview();
+    if (!k.plain)
+      rb::check_forward(non_tof, image, lors, out, p.s, k.tuning);
+    rb::time_on_stream(state, p.s, [&] {
+      if (k.plain)
+        gpu::forward(non_tof, image, lors, out, p.s);
+      else
+        rb::forward_as(c, non_tof, image, lors, out, p.s);
+    });
+    if (subset_output) {
+      p.out.copy_to_host(rp::span<float>(p.host_out.data(), p.host_out.size()), p.s);
+      p.s.synchronize();
+      const auto zeros = std::count(p.host_out.begin(), p.host_out.end(), 0.0f);
+      state.counters["zero_fraction"] = double(zeros) / double(p.host_out.size());
+    }
+  }
   set_counters(state, lors.count);
+  rb::choice_counters(state, c);
   state.counters["bytes_per_lor"] = bytes_per_lor;
 }
 
-void bm_derived(benchmark::State &state, int which, bool back) {
+void bm_whole(benchmark::State &state, source src, bool back, kernel_spec k) {
   rb::guarded(state, [&] {
     subset_problem &p = subset();
-    detector_problem &d = detectors();
-    gpu::launch_options opt;
-    opt.rows = 1296; // [plane][view][radial]: lanes along planes
-    if (which == 0)
-      bm_source(state, d.subset_sino, p.out.span(), p.ones.cspan(), back, opt, 0.0);
-    else if (which == 1)
-      bm_source(state, d.subset_indexed, p.out.span(), p.ones.cspan(), back, opt, 8.0);
-    else
-      bm_source(state, d.full_sino, full().out.span(), full().ones.cspan(), back, opt,
-                0.0);
+    switch (src) {
+    case source::subset_end_points:
+      run_source(state, p.lors(), p.out.span(), p.ones.cspan(), back, k, 24.0, true);
+      break;
+    case source::subset_sinogram:
+      run_source(state, detectors().tables.subset, p.out.span(), p.ones.cspan(), back, k,
+                 0.0, true);
+      break;
+    case source::subset_pairs:
+      run_source(state, detectors().subset_indexed, p.out.span(), p.ones.cspan(), back, k,
+                 8.0, true);
+      break;
+    case source::full_end_points:
+      run_source(state, full().lors(), full().out.span(), full().ones.cspan(), back, k,
+                 24.0, false);
+      break;
+    case source::full_sinogram:
+      run_source(state, detectors().tables.full, full().out.span(), full().ones.cspan(),
+                 back, k, 0.0, false);
+      break;
+    }
   });
 }
 
-/// (a) resident LORs, chunks back to back on one stream, one sync. With
-/// `use_full`, the chunks run over the dmi-full LORs (for chunks of 1e7,
-/// larger than dmi-subset).
-void bm_chunks_resident(benchmark::State &state, std::size_t chunk,
-                        gpu::launch_options opt, bool use_full) {
+/// Back projection of the dmi-subset end points in pinned host memory
+/// (declared sinogram-ordered) through one host-blocking lor_streamer call,
+/// max_chunk = `planes` whole sinogram planes' worth of LORs.
+void bm_streamed_back(benchmark::State &state, int planes) {
+  rb::guarded(state, [&] {
+    subset_problem &p = subset();
+    pinned_subset &h = pinned();
+    const rp::lor_view<const float> host_lors = h.lors();
+    const std::size_t max_chunk = std::size_t(planes) * host_lors.layout.lors_per_plane;
+    gpu::lor_streamer<float> &st = streamer(max_chunk);
+    const rp::span<const float> values = h.ones.cspan();
+    rb::time_on_host(
+        state,
+        [&] {
+          p.back_image.zero(p.s);
+          p.s.synchronize();
+        },
+        [&] { st.back(non_tof, p.back_image.view(), host_lors, values, p.s); });
+    set_counters(state, host_lors.count, num_calls(host_lors.count, max_chunk));
+    state.counters["max_chunk"] = double(max_chunk);
+  });
+}
+
+/// (a) resident LORs, plain chunks back to back on one stream, one sync.
+/// With `use_full`, the chunks run over the dmi-full LORs (for chunks of
+/// 1e7, larger than dmi-subset). `t`: overrides (a tuned variant).
+void bm_chunks_resident(benchmark::State &state, std::size_t chunk, gpu::tuning t,
+                        bool use_full) {
   rb::guarded(state, [&] {
     subset_problem &p = subset();
     const auto lors = use_full ? full().lors() : p.lors();
@@ -432,7 +523,7 @@ void bm_chunks_resident(benchmark::State &state, std::size_t chunk,
     bool timed = false;
     rb::time_on_stream(state, p.s, [&] {
       const auto t0 = std::chrono::steady_clock::now();
-      forward_chunks(p.image, lors, out, chunk, opt, p.s);
+      forward_chunks(p.image, lors, out, chunk, t, p.s);
       if (timed)
         host_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -443,12 +534,15 @@ void bm_chunks_resident(benchmark::State &state, std::size_t chunk,
     if (state.iterations() > 0)
       state.counters["host_us_per_call"] =
           host_seconds * 1e6 / (double(state.iterations()) * double(calls));
-    state.counters["threads_per_lor"] =
-        chosen_threads_per_lor(opt, std::min(chunk, lors.count), p.image.device());
+    rb::choice_counters(state,
+                        rb::plain_choice(non_tof, gpu::direction::forward,
+                                         lors.subview(0, std::min(chunk, lors.count)),
+                                         p.image.device(), t));
   });
 }
 
-/// (a) as a CUDA graph: the chunk loop captured once, the replay timed.
+/// (a) as a CUDA graph: the plain chunk loop captured once, the replay
+/// timed.
 void bm_chunks_graph(benchmark::State &state, std::size_t chunk) {
   rb::guarded(state, [&] {
     subset_problem &p = subset();
@@ -473,29 +567,29 @@ void bm_chunks_graph(benchmark::State &state, std::size_t chunk) {
   });
 }
 
-/// (b) host LORs through one host-blocking lor_streamer call over the whole
-/// subset, max_chunk = chunk.
+/// (b) host LORs (declared sinogram-ordered) through one host-blocking
+/// lor_streamer call over the whole subset, max_chunk = chunk.
 void bm_chunks_streamer(benchmark::State &state, std::size_t chunk, bool use_pinned) {
   rb::guarded(state, [&] {
     subset_problem &p = subset();
     gpu::lor_streamer<float> &st = streamer(chunk); // max_chunk = chunk, 3 slots
-    rp::lor_view<const float> host_lors = p.host_lors.view();
+    rp::lor_view<const float> host_lors = p.host_view();
     rp::span<float> host_out(p.host_out.data(), p.host_out.size());
     if (use_pinned) {
       pinned_subset &h = pinned();
       host_lors = h.lors();
       host_out = h.out.span();
     }
-    rb::time_on_host(state,
-                     [&] { st.forward(p.image.cview(), host_lors, host_out, p.s); });
+    rb::time_on_host(
+        state, [&] { st.forward(non_tof, p.image.cview(), host_lors, host_out, p.s); });
     set_counters(state, host_lors.count, num_calls(host_lors.count, chunk));
   });
 }
 
 /// (c) the naive pattern, per chunk: cudaMalloc image + LORs + output, copy
-/// image and LORs from pageable memory, compute, copy back, cudaFree,
-/// synchronise. At most `max_calls` chunks per iteration (the first ones of
-/// dmi-subset): each call costs milliseconds.
+/// image and LORs from pageable memory, compute (plain call), copy back,
+/// cudaFree, synchronise. At most `max_calls` chunks per iteration (the
+/// first ones of dmi-subset): each call costs milliseconds.
 void bm_chunks_naive(benchmark::State &state, std::size_t chunk, std::size_t max_calls) {
   rb::guarded(state, [&] {
     subset_problem &p = subset();
@@ -523,10 +617,10 @@ void bm_chunks_naive(benchmark::State &state, std::size_t chunk, std::size_t max
         RESPROJ_CUDA_TRY(cudaMemcpyAsync(d_ends, p.host_lors.ends.data() + 3 * first,
                                          3 * n * sizeof(float), cudaMemcpyHostToDevice,
                                          s));
-        gpu::forward<float>(
-            gpu::device_image_view<const float>(d_image, p.geometry, device),
-            rp::lor_view<const float>(d_starts, d_ends, n), rp::span<float>(d_out, n),
-            p.s);
+        gpu::forward(non_tof,
+                     gpu::device_image_view<const float>(d_image, p.geometry, device),
+                     rp::lor_view<const float>(d_starts, d_ends, n, p.layout),
+                     rp::span<float>(d_out, n), p.s);
         RESPROJ_CUDA_TRY(cudaMemcpyAsync(p.host_out.data() + first, d_out,
                                          n * sizeof(float), cudaMemcpyDeviceToHost, s));
         RESPROJ_CUDA_TRY(cudaFree(d_out));
@@ -561,8 +655,6 @@ struct sweep_entry {
 };
 std::vector<sweep_entry> g_sweep_entries;
 
-const std::string k_subset_forward = "gpu/dmi-subset/forward";
-
 std::string chunk_label(std::size_t chunk) {
   int k = 0;
   std::size_t c = chunk;
@@ -580,34 +672,35 @@ std::string chunk_label(std::size_t chunk) {
 
 void register_all() {
   using benchmark::RegisterBenchmark;
-  const gpu::launch_options automatic{};
+  const kernel_spec plain = kernel_spec::plain_call();
+  const gpu::tuning automatic{};
 
-  rb::configure(
-      RegisterBenchmark(k_subset_forward.c_str(), bm_subset_forward, automatic));
-  rb::configure(RegisterBenchmark("gpu/dmi-subset/back", bm_subset_back, automatic));
-  // dmi-full: 70-800 ms per call: one timed iteration per repetition.
-  rb::configure(RegisterBenchmark("gpu/dmi-full/forward", bm_full_forward, automatic));
-  {
-    gpu::launch_options rows;
-    rows.rows = 1296; // [plane][view][radial]: lanes along planes
-    rb::configure(RegisterBenchmark("gpu/dmi-full/forward/rows", bm_full_forward, rows));
-    rb::configure(RegisterBenchmark("gpu/dmi-full/back/rows", bm_full_back, rows));
+  // Plain calls first: every source as a user has it.
+  const struct {
+    source src;
+    const char *family; ///< "<problem>/<direction>" is inserted before it
+  } plain_rows[] = {
+      {source::subset_end_points, ""},
+      {source::subset_sinogram, "/sinogram-source"},
+      {source::subset_pairs, "/detector-pairs"},
+      {source::full_end_points, ""},
+      {source::full_sinogram, "/sinogram-source"},
+  };
+  for (const auto &r : plain_rows) {
+    const bool is_full =
+        r.src == source::full_end_points || r.src == source::full_sinogram;
+    const std::string problem = is_full ? "gpu/dmi-full/" : "gpu/dmi-subset/";
+    for (const bool back : {false, true}) {
+      // dmi-full: 50-800 ms per call: one timed iteration per repetition.
+      const std::string name =
+          problem + (back ? "back" : "forward") + r.family + "/plain";
+      rb::configure(RegisterBenchmark(name.c_str(), bm_whole, r.src, back, plain));
+    }
   }
-  rb::configure(RegisterBenchmark("gpu/dmi-full/back", bm_full_back, automatic));
-  // LORs derived on the device (sinogram descriptions, detector pairs).
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-subset/forward/sinogram-source", bm_derived, 0, false));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-subset/back/sinogram-source", bm_derived, 0, true));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-subset/forward/detector-pairs", bm_derived, 1, false));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-subset/back/detector-pairs", bm_derived, 1, true));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-full/forward/sinogram-source", bm_derived, 2, false));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-full/back/sinogram-source", bm_derived, 2, true));
+  rb::configure(RegisterBenchmark("gpu/dmi-subset/streamed-back/pinned/301-planes",
+                                  bm_streamed_back, 301));
 
+  // Chunk rows (plain calls).
   const std::size_t subset_chunks[] = {1000, 10000, 100000, 1000000};
   const std::size_t chunk_1e7 = 10000000;
 
@@ -629,6 +722,22 @@ void register_all() {
     rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_graph, c));
     g_chunk_entries.push_back({"resident-graph", chunk_label(c), c, name, ""});
   }
+  // Chunks of whole sinogram planes.
+  const std::size_t per_plane = rb::dmi_subset_layout().lors_per_plane;
+  for (const bool streamed : {false, true})
+    for (int planes : {3, 30, 301}) {
+      const std::size_t c = std::size_t(planes) * per_plane;
+      const std::string variant = streamed ? "streamer-pinned-planes" : "resident-planes";
+      const std::string name =
+          "gpu/dmi-chunks/" + variant + "/planes:" + std::to_string(planes);
+      if (streamed)
+        rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_streamer, c, true));
+      else
+        rb::configure(
+            RegisterBenchmark(name.c_str(), bm_chunks_resident, c, automatic, false));
+      g_chunk_entries.push_back(
+          {variant, chunk_label(c), c, name, std::to_string(planes) + " planes"});
+    }
   for (bool use_pinned : {true, false}) {
     const std::string variant = use_pinned ? "streamer-pinned" : "streamer-pageable";
     for (std::size_t c : subset_chunks) {
@@ -646,44 +755,59 @@ void register_all() {
          "first " + std::to_string(naive_max_calls) + " chunks at most"});
   }
 
-  // Threads-per-LOR sweep (0 = the library's automatic choice).
-  const int tpls[] = {1, 2, 4, 8, 16, 32, 0};
-  auto tpl_label = [](int g) { return g == 0 ? std::string("auto") : std::to_string(g); };
-  for (std::size_t c : {std::size_t(1000), std::size_t(10000), std::size_t(100000)}) {
-    for (int g : tpls) {
-      gpu::launch_options opt;
-      opt.threads_per_lor = g;
-      const std::string name =
-          "gpu/tpl-sweep/forward/chunk:" + chunk_label(c) + "/tpl:" + tpl_label(g);
-      rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, opt, false));
-      g_sweep_entries.push_back({"forward", chunk_label(c), tpl_label(g), name});
-    }
+  // Variants. The table's choice for LORs of unknown order (memory order).
+  const kernel_spec memory_order = kernel_spec::as_for(rp::lor_layout{});
+  for (const bool back : {false, true}) {
+    const std::string dir = back ? "back" : "forward";
+    rb::configure(RegisterBenchmark(("gpu/dmi-subset/" + dir + "/memory-order").c_str(),
+                                    bm_whole, source::subset_end_points, back,
+                                    memory_order));
+    rb::configure(RegisterBenchmark(("gpu/dmi-full/" + dir + "/memory-order").c_str(),
+                                    bm_whole, source::full_end_points, back,
+                                    memory_order));
   }
   // Resident chunks without the per-call pointer checks (host cost).
   for (std::size_t c : {std::size_t(1000), std::size_t(10000)}) {
-    gpu::launch_options opt;
-    opt.check_pointers = false;
+    gpu::tuning t;
+    t.check_pointers = false;
     const std::string name = "gpu/dmi-chunks/resident-unchecked/chunk:" + chunk_label(c);
-    rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, opt, false));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, t, false));
   }
-  // Lanes along sinogram planes: the subset is [1296 planes][8 views][415].
+  // Lanes along sinogram planes (dmi-subset: [1296 planes][8 views][415]),
+  // threads per LOR forced.
+  auto tpl_label = [](int g) { return g == 0 ? std::string("auto") : std::to_string(g); };
   for (int g : {1, 2, 4, 8, 0}) {
-    gpu::launch_options opt;
-    opt.threads_per_lor = g;
-    opt.rows = 1296;
+    const kernel_spec rows = kernel_spec::as_for(rb::dmi_subset_layout(), g);
     std::string name = "gpu/rows-sweep/forward/tpl:" + tpl_label(g);
-    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_forward, opt));
+    rb::configure(RegisterBenchmark(name.c_str(), bm_whole, source::subset_end_points,
+                                    false, rows));
     name = "gpu/rows-sweep/back/tpl:" + tpl_label(g);
-    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_back, opt));
+    rb::configure(
+        RegisterBenchmark(name.c_str(), bm_whole, source::subset_end_points, true, rows));
+  }
+  // Threads-per-LOR sweep (auto = the table's choice): resident chunks
+  // (memory order: no chunk holds whole planes) through gpu::tuning, and the
+  // whole subset forced into memory order.
+  const int tpls[] = {1, 2, 4, 8, 16, 32, 0};
+  for (std::size_t c : {std::size_t(1000), std::size_t(10000), std::size_t(100000)}) {
+    for (int g : tpls) {
+      gpu::tuning t;
+      t.threads_per_lor = g;
+      const std::string name =
+          "gpu/tpl-sweep/forward/chunk:" + chunk_label(c) + "/tpl:" + tpl_label(g);
+      rb::configure(RegisterBenchmark(name.c_str(), bm_chunks_resident, c, t, false));
+      g_sweep_entries.push_back({"forward", chunk_label(c), tpl_label(g), name});
+    }
   }
   for (int g : tpls) {
-    gpu::launch_options opt;
-    opt.threads_per_lor = g;
+    const kernel_spec k = kernel_spec::as_for(rp::lor_layout{}, g);
     std::string name = "gpu/tpl-sweep/forward/chunk:all/tpl:" + tpl_label(g);
-    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_forward, opt));
+    rb::configure(
+        RegisterBenchmark(name.c_str(), bm_whole, source::subset_end_points, false, k));
     g_sweep_entries.push_back({"forward", "all", tpl_label(g), name});
     name = "gpu/tpl-sweep/back/chunk:all/tpl:" + tpl_label(g);
-    rb::configure(RegisterBenchmark(name.c_str(), bm_subset_back, opt));
+    rb::configure(
+        RegisterBenchmark(name.c_str(), bm_whole, source::subset_end_points, true, k));
     g_sweep_entries.push_back({"back", "all", tpl_label(g), name});
   }
 }
@@ -793,16 +917,63 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
-/// Prints the "size your LOR chunks" table; writes it as CSV to `csv_path`
-/// if not empty.
+/// LORs/s of the plain dmi-subset forward projection in one call (the end
+/// points declared sinogram-ordered, as gpu/dmi-subset/forward/plain), timed
+/// here with CUDA events as the benchmarks time it: one warm-up call, then
+/// `repetitions` repetitions of at least `min_seconds` of calls each; the
+/// median over the repetitions.
+double measure_subset_peak(int repetitions = 5, double min_seconds = 0.1) {
+  subset_problem &p = subset();
+  const auto lors = p.lors();
+  const auto image = p.image.cview();
+  const rp::span<float> out = p.out.span();
+  gpu::forward(non_tof, image, lors, out, p.s); // warm-up
+  p.s.synchronize();
+  gpu::event start(/*timing=*/true), stop(/*timing=*/true);
+  std::vector<double> rates;
+  for (int r = 0; r < repetitions; ++r) {
+    double seconds = 0;
+    std::size_t calls = 0;
+    while (seconds < min_seconds) {
+      start.record(p.s);
+      gpu::forward(non_tof, image, lors, out, p.s);
+      stop.record(p.s);
+      stop.synchronize();
+      seconds += double(gpu::event::elapsed_ms(start, stop)) * 1e-3;
+      ++calls;
+    }
+    rates.push_back(double(calls) * double(lors.count) / seconds);
+  }
+  std::sort(rates.begin(), rates.end());
+  const std::size_t n = rates.size();
+  return n % 2 ? rates[n / 2] : 0.5 * (rates[n / 2 - 1] + rates[n / 2]);
+}
+
+/// Prints the "size your LOR chunks" table, its peak measured here (so the
+/// table is complete whatever --benchmark_filter selected), and a last line
+/// with the chunk size to use; writes the table as CSV to `csv_path` if not
+/// empty.
 void print_chunk_table(const capture_reporter &rep, const std::string &gpu_name,
                        const std::string &csv_path) {
-  const double peak = rep.median(k_subset_forward, "items_per_second");
+  bool any = false;
+  for (const chunk_entry &e : g_chunk_entries)
+    any = any || std::isfinite(rep.median(e.name, "items_per_second"));
   std::printf("\n== size your LOR chunks: dmi-subset forward as chunks, %s ==\n",
               gpu_name.c_str());
-  std::printf("peak = full dmi-subset forward in one call: %s LORs/s (median)\n",
+  if (!any) {
+    std::printf("(no chunk benchmark ran)\n");
+    return;
+  }
+  double peak = NAN;
+  try {
+    peak = measure_subset_peak();
+  } catch (const std::exception &e) {
+    std::printf("peak not measured: %s\n", e.what());
+  }
+  std::printf("peak = plain dmi-subset forward in one call (end points declared "
+              "sinogram-ordered), measured for this table: %s LORs/s (median of 5)\n",
               sci(peak).c_str());
-  std::printf("%-18s %-6s %10s %12s %10s %6s  %s\n", "variant", "chunk", "us/call",
+  std::printf("%-22s %-7s %10s %12s %10s %6s  %s\n", "variant", "chunk", "us/call",
               "LORs/s", "% of peak", ">=90%", "note");
 
   std::ofstream csv;
@@ -829,16 +1000,12 @@ void print_chunk_table(const capture_reporter &rep, const std::string &gpu_name,
     if (reaches && first_90.find(e.variant) == first_90.end())
       first_90[e.variant] = e.chunk_label;
     const std::string yn = std::isfinite(pct) ? (reaches ? "yes" : "no") : "n/a";
-    std::printf("%-18s %-6s %10s %12s %10s %6s  %s\n", e.variant.c_str(),
+    std::printf("%-22s %-7s %10s %12s %10s %6s  %s\n", e.variant.c_str(),
                 e.chunk_label.c_str(), fixed(us, 2).c_str(), sci(rate).c_str(),
                 fixed(pct, 1).c_str(), yn.c_str(), e.note.c_str());
     if (csv)
       csv << e.variant << ',' << e.chunk << ',' << fixed(us, 3) << ',' << rate << ','
           << fixed(pct, 2) << ',' << yn << ',' << e.note << '\n';
-  }
-  if (variants.empty()) {
-    std::printf("(no chunk benchmark ran)\n");
-    return;
   }
   std::printf("first chunk size reaching 90%% of peak:");
   for (const std::string &v : variants) {
@@ -848,6 +1015,54 @@ void print_chunk_table(const capture_reporter &rep, const std::string &gpu_name,
   }
   std::printf("\n(1e7 chunks of the host-LOR variants are not run: dmi-subset has only "
               "4.3e6 LORs; resident 1e7 runs over the dmi-full LORs)\n");
+
+  // The recommendation, for LORs resident on the device (resident
+  // variants) and in host memory (streamer variants): the smallest chunk
+  // measured that reaches 90% of the one-call peak, else the best one.
+  struct pick {
+    const chunk_entry *entry = nullptr;
+    double pct = NAN;
+  };
+  const auto choose = [&](const std::string &prefix) {
+    pick first, best;
+    for (const chunk_entry &e : g_chunk_entries) {
+      if (e.variant.compare(0, prefix.size(), prefix) != 0)
+        continue;
+      const double rate = rep.median(e.name, "items_per_second");
+      const double pct = std::isfinite(peak) && peak > 0 ? 100.0 * rate / peak : NAN;
+      if (!std::isfinite(pct))
+        continue;
+      if (pct >= 90.0 && (first.entry == nullptr || e.chunk < first.entry->chunk))
+        first = {&e, pct};
+      if (best.entry == nullptr || pct > best.pct)
+        best = {&e, pct};
+    }
+    return std::make_pair(first, best);
+  };
+  const auto describe = [](const pick &p) {
+    std::string d = std::to_string(p.entry->chunk) + " LORs";
+    if (!p.entry->note.empty())
+      d += ", " + p.entry->note;
+    return d + " (" + p.entry->variant + ", " + fixed(p.pct, 1) + "% of peak)";
+  };
+  const auto advice = [&](const std::string &prefix) -> std::string {
+    const auto picks = choose(prefix);
+    if (picks.first.entry != nullptr)
+      return describe(picks.first) + " or more per call";
+    if (picks.second.entry != nullptr)
+      return "as large as you can: none measured reaches 90% of peak; best " +
+             describe(picks.second);
+    return "";
+  };
+  const std::string device = advice("resident"), host = advice("streamer");
+  std::string line = "chunk size to use:";
+  if (!device.empty())
+    line += " LORs on the device: " + device + (host.empty() ? "" : ";");
+  if (!host.empty())
+    line += " LORs in host memory: " + host;
+  if (device.empty() && host.empty())
+    line += " n/a (no resident or streamer chunk ran)";
+  std::printf("%s\n", line.c_str());
 }
 
 /// Prints the threads-per-LOR sweep: LORs/s per chunk size and threads per

@@ -1,26 +1,31 @@
-// GPU benchmarks of detector-indexed list-mode events (issue 5), float
+// GPU benchmarks of detector-indexed list-mode events, float
 // images, box phantom, DMI TOF parameters, on dmi-tof-lm: 10,000,000
 // uniformly random LORs of the full dmi sinogram (seeded), TOF bin uniform
 // in 8..20, random order, addressed by detector pairs into the resident
 // dmi detector table:
 //
-//   gpu/sources/dmi-tof-lm/{forward,back}/{end-points,detector-pairs}
-//       device-resident events: explicit end points (24 B + 2 B bin per
-//       event) vs detector pairs (8 B + 2 B) with the table resident
+//   gpu/sources/dmi-tof-lm/{forward,back}/{end-points,detector-pairs}/plain
+//       device-resident events, the plain call gpu::forward / gpu::back(
+//       op::tof_listmode{tof, bins}, image, lors, out, stream) (random
+//       order: no layout to declare): explicit end points (24 B + 2 B bin
+//       per event) vs detector pairs (8 B + 2 B) with the table resident
 //   gpu/sources/dmi-tof-lm-streamed/{forward,back}/<form>/<memory>
-//       host-resident events through gpu::lor_streamer (chunks of 2^20
-//       events, 3 slots), <form>: end-points (host end points + bins),
-//       detector-pairs (host pairs + bins), events (packed 10-byte
-//       scanner::listmode_event records, split on the device); <memory>:
-//       pageable or pinned host arrays. Host wall-clock time (the calls
-//       block until the results are on the host).
+//       host-resident events through gpu::lor_streamer::forward / back
+//       (op, image, host_lors, host_out, stream) (chunks of 2^20 events, 3
+//       slots), <form>: end-points (host end points, op::tof_listmode{tof,
+//       host bins}), detector-pairs (host pairs + bins), events (packed
+//       10-byte scanner::listmode_event records as a
+//       scanner::listmode_records source, op::tof_listmode{tof}: the bins
+//       come from the records, split on the device); <memory>: pageable
+//       or pinned host arrays. Host wall-clock time (the calls block until
+//       the results are on the host).
 //   gpu/sources/dmi-lm-streamed/forward/<form>/<memory>
-//       the same streaming without TOF (end points vs packed records): the
-//       projection is cheaper, so the bus is more often the limit
+//       the same streaming without TOF (op::non_tof{}): the projection is
+//       cheaper, so the bus is more often the limit
 //   gpu/sources/bus-bound-streamed/forward/<form>/<memory>
 //       non-TOF streaming into a coarse 16 x 16 x 8 image (44 x 44 x 32 mm
 //       voxels, same field of view): little work per LOR, so the transfers
-//       set the rate (the "bus is the limit" case of the issue's target)
+//       set the rate (the case where the bus is the limit)
 //   gpu/sources/validate/{events,split}
 //       GPU validation (gpu::validate_events, caller workspace) of the 1e7
 //       resident events: packed records / split pairs + bins
@@ -61,10 +66,14 @@
 #include "common/dmi_problems.hpp"
 #include "common/gpu_main.cuh"
 #include "common/phantom.hpp"
-#include "resproj/gpu/gpu.cuh"
+#include "resproj/core/operations.hpp"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/listmode_events.cuh"
 #include "resproj/gpu/lor_streamer.cuh"
-#include "resproj/gpu/tof_projector.cuh"
+#include "resproj/gpu/pinned_buffer.cuh"
+#include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stream.cuh"
 #include "resproj/scanner/dmi.hpp"
 #include "resproj/scanner/listmode.hpp"
 
@@ -174,6 +183,7 @@ struct problem {
     return p;
   }
 
+  /// The resident events (random order: no layout to declare).
   rp::lor_view<const float> end_points() const {
     return {starts.data(), ends.data(), count};
   }
@@ -227,20 +237,16 @@ double event_bytes(form f, bool tof) {
 void bm_resident(benchmark::State &state, form f, bool back) {
   rb::guarded(state, [&] {
     problem &p = prob();
-    const auto tof = rb::dmi_tof<float>();
+    const rp::op::tof_listmode op(rb::dmi_tof<float>(), p.bins.cspan());
     const auto run = [&](const auto &lors) {
       if (!back) {
         rb::time_on_stream(state, p.s, [&] {
-          gpu::forward_tof_lm<float>(p.image.cview(), lors, p.bins.cspan(), tof,
-                                     p.out.span(), p.s);
+          gpu::forward(op, p.image.cview(), lors, p.out.span(), p.s);
         });
       } else {
         rb::time_on_stream(
             state, p.s, [&] { p.back_image.zero(p.s); },
-            [&] {
-              gpu::back_tof_lm<float>(p.back_image.view(), lors, p.bins.cspan(), tof,
-                                      p.ones.cspan(), p.s);
-            });
+            [&] { gpu::back(op, p.back_image.view(), lors, p.ones.cspan(), p.s); });
       }
     };
     if (f == form::end_points)
@@ -268,35 +274,37 @@ void bm_streamed(benchmark::State &state, form f, bool back, bool pinned, bool t
         n);
     const rp::span<const std::int16_t> bins(pinned ? p.p_bins.data() : p.h_bins.data(),
                                             n);
-    const rp::span<const rs::listmode_event> events(
+    const rs::listmode_records<float> host_records(
+        p.detectors.data(), p.num_detectors,
         pinned ? p.p_events.data() : p.h_events.data(), n);
     const rp::span<const float> values(pinned ? p.p_ones.data() : p.h_ones.data(), n);
     const rp::span<float> out(pinned ? p.p_out.data() : p.h_out.data(), n);
+    // TOF: the host bins (end points, pairs) or the records' own bins.
+    const rp::op::tof_listmode with_bins(tof, bins);
+    const rp::op::tof_listmode from_records(tof);
+    const auto project = [&](const auto &op, const auto &source) {
+      if (back)
+        st.back(op, p.back_image.view(), source, values, p.s);
+      else
+        st.forward(op, fwd_image, source, out, p.s);
+    };
+    const rp::op::non_tof non_tof;
     const auto body = [&] {
-      if (tof_on) {
-        if (!back) {
-          if (f == form::end_points)
-            st.forward_tof_lm(fwd_image, host_lors, bins, tof, out, p.s);
-          else if (f == form::detector_pairs)
-            st.forward_tof_lm(fwd_image, host_pairs, bins, tof, out, p.s);
-          else
-            st.forward_tof_lm(fwd_image, p.detectors.cspan(), events, tof, out, p.s);
-        } else {
-          if (f == form::end_points)
-            st.back_tof_lm(p.back_image.view(), host_lors, bins, tof, values, p.s);
-          else if (f == form::detector_pairs)
-            st.back_tof_lm(p.back_image.view(), host_pairs, bins, tof, values, p.s);
-          else
-            st.back_tof_lm(p.back_image.view(), p.detectors.cspan(), events, tof, values,
-                           p.s);
-        }
-      } else {
-        if (f == form::end_points)
-          st.forward(fwd_image, host_lors, out, p.s);
-        else if (f == form::detector_pairs)
-          st.forward(fwd_image, host_pairs, out, p.s);
+      if (f == form::end_points) {
+        if (tof_on)
+          project(with_bins, host_lors);
         else
-          st.forward(fwd_image, p.detectors.cspan(), events, out, p.s);
+          project(non_tof, host_lors);
+      } else if (f == form::detector_pairs) {
+        if (tof_on)
+          project(with_bins, host_pairs);
+        else
+          project(non_tof, host_pairs);
+      } else {
+        if (tof_on)
+          project(from_records, host_records);
+        else
+          project(non_tof, host_records);
       }
     };
     if (back)
@@ -354,9 +362,9 @@ void register_all() {
     const std::string dir = back ? "back" : "forward";
     for (const auto &fm : forms)
       if (fm.f != form::events)
-        rb::configure(
-            RegisterBenchmark(("gpu/sources/dmi-tof-lm/" + dir + "/" + fm.name).c_str(),
-                              bm_resident, fm.f, back));
+        rb::configure(RegisterBenchmark(
+            ("gpu/sources/dmi-tof-lm/" + dir + "/" + fm.name + "/plain").c_str(),
+            bm_resident, fm.f, back));
   }
   for (const bool back : {false, true})
     for (const auto &fm : forms)

@@ -1,57 +1,86 @@
 // GPU TOF projector benchmarks on the reference problems
 // (spec/benchmark-problems.md), float images, box phantom, DMI TOF
-// parameters (29 bins of 25.37 mm, sigma 24.51 mm, 3 sigma, offset 0):
+// parameters (29 bins of 25.37 mm, sigma 24.51 mm, 3 sigma, offset 0).
 //
-//   gpu/dmi-tof-subset/{forward,back}[/rows]  TOF sinogram over dmi-subset
-//                                             (4,302,720 LORs x 29 bins);
-//                                             /rows: launch_options::rows =
-//                                             1296 (lanes along planes)
-//   gpu/dmi-tof-lm/{forward,back}             10,000,000 events: uniformly
+// Plain rows first: gpu::forward / gpu::back(op, image, lors, out, stream),
+// no tuning, on the LORs as a user has them (op::tof_sinogram{tof} or
+// op::tof_listmode{tof, bins}):
+//
+//   gpu/dmi-tof-subset/{forward,back}/plain   TOF sinogram over the dmi-subset
+//                                             end points (4,302,720 LORs x 29
+//                                             bins), resident, declared
+//                                             sinogram-ordered (8 views x 415
+//                                             radial per plane)
+//   gpu/dmi-tof-subset/{forward,back}/sinogram-source/plain
+//                                             the same LORs derived on the
+//                                             device from the
+//                                             scanner::sinogram_source
+//   gpu/dmi-tof-lm/{forward,back}/plain       10,000,000 events: uniformly
 //                                             random LORs of the full dmi
 //                                             sinogram (seeded), TOF bin
 //                                             uniform in 8..20, random order
-//   gpu/dmi-tof-lm-sorted/{forward,back}      the same events after the
+//                                             (plain lor_view, no layout)
+//   gpu/dmi-tof-lm-sorted/{forward,back}/plain
+//                                             the same events after the
 //                                             one-time gpu::listmode_order
-//                                             (LOR-only key)
-//   gpu/dmi-tof-lm-tofsorted/{forward,back}   the same events ordered by the
+//                                             (LOR-only key), declared
+//                                             lor_layout::sorted_events()
+//   gpu/dmi-tof-lm-tofsorted/{forward,back}/plain
+//                                             the same events ordered by the
 //                                             TOF-aware key (direction, then
-//                                             Z-order of the TOF-bin centre)
-//   gpu/dmi-tof-lm/reorder                    that reorder: key + radix sort
-//                                             + gather of LORs and bins
-//   gpu/dmi-tof-lm/reorder/order-only         key + radix sort only
-//   gpu/dmi-tof-lm/reorder/tof-key            the reorder with the TOF key
-//   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/.. TOF key with 11.25 / 2.8 degree
+//                                             Z-order of the TOF-bin centre),
+//                                             declared sorted_events()
+//   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/{forward,back}/plain
+//                                             TOF key with 11.25 / 2.8 degree
 //                                             direction cells (default 5.6)
 //
-// Kernel variants (gpu::tof_kernel_options, same results to float
-// rounding): no suffix = the library defaults (fast erfc everywhere;
-// list-mode: sample-first forward, vector-atomic back). Suffixes:
-//   /plain         list-mode: every lever off (the original kernels, exact
-//                  erfc)
-//   /vec-atomics   sinogram back: float2/float4 atomics for the two
-//                  bilinear neighbours adjacent in memory
-//   /lockstep      list-mode, defaults + one thread per event, a warp's
-//                  lanes walking the union of their plane ranges in lock-step
-//   /lockstep+warp-aggregate  list-mode back, lock-step with the lanes'
-//                  amounts for one voxel summed in the warp (one atomic each)
-//   /exact-erfc    bin-edge values from CUDA's erfcf and an IEEE division
-//                  for the window total, instead of the default
-//                  math::fast_erfc (relative error ~1e-6, hardware rcp/exp:
-//                  ~15 instructions per edge against erfcf's ~40); combines
-//                  with the others (/lockstep+exact-erfc, ...)
-//   /tpl:G         G threads per event (LOR)
-//   /stencil[-w4][+...]  back projection with a gpu::stencil_workspace of
-//                  width 2 (-w4: width 4): vector atomics into the image's
-//                  stencil layout; the reduction into the image is timed too
-//   /vec-loads     list-mode forward: paired vector loads of the image
-//   /weight-first+vec-loads  the same with the TOF weight evaluated first
+// The one-time reorder of the events (after the plain rows):
+//   gpu/dmi-tof-lm/reorder                    key + radix sort + gather of
+//                                             LORs and bins (LOR-only key)
+//   gpu/dmi-tof-lm/reorder/order-only         key + radix sort only
+//   gpu/dmi-tof-lm/reorder/tof-key            the reorder with the TOF key
+//
+// Variant rows, after the plain ones: forced kernels (a gpu::kernel_choice
+// run through gpu::detail::run_forward / run_back), same results to float
+// rounding.
+//   TOF sinogram (dmi-tof-subset): fast erfc, scalar atomics, LORs in
+//   memory order with the table's lane count (4 threads per LOR) unless a
+//   suffix says otherwise:
+//     /memory-order  just that
+//     /rows          lanes along sinogram planes (1 thread per LOR)
+//     /vec-atomics   back: float2/float4 atomics for the two bilinear
+//                    neighbours adjacent in memory
+//     /stencil[-w4]  back: a gpu::stencil_workspace of width 2 (-w4: 4):
+//                    vector atomics into the image's stencil layout; the
+//                    reduction into the image is timed too
+//     /exact-erfc    bin edges from CUDA's erfcf and an IEEE division for
+//                    the window total instead of math::fast_erfc (relative
+//                    error ~1e-6)
+//     /tpl:G         G threads per LOR
+//   TOF list-mode (dmi-tof-lm, -sorted, -tofsorted), relative to
+//     /base          2 threads per event (the table's count), fast erfc,
+//                    forward: sample first (image sample read first, TOF
+//                    weight only where it is non-zero), back: paired vector
+//                    atomics; no vector loads, no lock-step
+//   the suffixes change:
+//     /levers-off    every lever off (weight first, exact erfc, scalar
+//                    atomics): the original kernels
+//     /lockstep      one thread per event, a warp's lanes walking the union
+//                    of their plane ranges in lock-step (sorted orders)
+//     /exact-erfc    as above; combines (/lockstep+exact-erfc, ...)
+//     /vec-loads     forward: paired vector loads of the image
+//     /weight-first+vec-loads  the same with the TOF weight evaluated first
+//     /stencil[-w4][+...]  back: stencil workspace, as above
+//     /tpl:G         G threads per event
 //
 // Timing: CUDA events around the work on its stream, UseManualTime, one
 // warm-up call before each timed loop, 5 repetitions, aggregates only: read
 // the `_median` rows. items_per_second is LORs (events) per second;
-// "bins_per_second" is LORs x TOF bins per second (sinogram). Back
-// projections use values all 1 and the image is zeroed outside the timed
-// region.
+// "bins_per_second" is LORs x TOF bins per second (sinogram);
+// "threads_per_lor" and "rows" say which kernel ran (rows: sinogram planes
+// taken by neighbouring lanes, 0: memory order; lock-step counts 1 thread).
+// Back projections use values all 1 and the image is zeroed outside the
+// timed region.
 //
 // Without a CUDA device the program prints "no CUDA device" and exits with
 // 0. Exit code 2 if any benchmark reported an error.
@@ -76,12 +105,21 @@
 
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
+#include "common/dmi_device_sources.cuh"
 #include "common/dmi_problems.hpp"
 #include "common/gpu_main.cuh"
+#include "common/gpu_variants.cuh"
 #include "common/phantom.hpp"
-#include "resproj/gpu/gpu.cuh"
+#include "resproj/core/lor_layout.hpp"
+#include "resproj/core/operations.hpp"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/kernel_choice.hpp"
 #include "resproj/gpu/listmode_order.cuh"
-#include "resproj/gpu/tof_projector.cuh"
+#include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stencil_workspace.cuh"
+#include "resproj/gpu/stream.cuh"
+#include "resproj/gpu/tuning.hpp"
 #include "resproj/scanner/dmi.hpp"
 
 namespace {
@@ -106,8 +144,11 @@ struct base_problem {
     back_image.zero(s);
     s.synchronize();
   }
-  /// The image's stencil workspace of `width` (tof_kernel_options::stencil).
+  /// The image's stencil workspace of `width` (gpu::tuning::stencil); none
+  /// for width 0.
   gpu::stencil_workspace_ref stencil(int width) {
+    if (width == 0)
+      return {};
     auto &w = width == 4 ? stencil_ws4 : stencil_ws;
     if (!w)
       w = std::make_unique<gpu::stencil_workspace<float>>(geometry, s, width);
@@ -115,11 +156,15 @@ struct base_problem {
   }
 };
 
-/// dmi-tof-subset: dmi-subset LORs resident, N-wide output and ones.
+/// dmi-tof-subset: dmi-subset LORs resident (end points, and the sinogram
+/// source over the resident dmi tables), N-wide output and ones.
 struct subset_problem {
   std::size_t count = 0;
   gpu::device_buffer<float> starts, ends, out, ones;
-  explicit subset_problem(base_problem &b) {
+  /// [plane][view][radial]: 8 views x 415 radial bins per plane.
+  rp::lor_layout layout = rb::dmi_subset_layout();
+  rb::dmi_device_tables tables;
+  explicit subset_problem(base_problem &b) : tables(b.s) {
     const auto lors = rb::dmi_subset_lors<float>();
     count = lors.count();
     const std::size_t nb = std::size_t(rb::dmi_tof<float>().num_bins);
@@ -132,7 +177,10 @@ struct subset_problem {
     ones.fill(1.0f, b.s);
     b.s.synchronize();
   }
-  rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
+  /// The resident end points, declared sinogram-ordered.
+  rp::lor_view<const float> lors() const {
+    return rp::lor_view<const float>(starts.data(), ends.data(), count, layout);
+  }
 };
 
 /// Event order of a list-mode benchmark: as generated, the LOR-only key,
@@ -168,8 +216,10 @@ struct lm_problem {
     gpu::device_buffer<float> starts, ends;
     gpu::device_buffer<std::int16_t> bins;
     gpu::device_buffer<std::uint32_t> perm;
+    /// The reordered events, declared so (lor_layout::sorted_events()).
     rp::lor_view<const float> lors(std::size_t n) const {
-      return {starts.data(), ends.data(), n};
+      return rp::lor_view<const float>(starts.data(), ends.data(), n,
+                                       rp::lor_layout::sorted_events());
     }
   };
   sorted_copy by_lor, by_tof; ///< LOR-only key, TOF-aware key (default layout)
@@ -204,6 +254,7 @@ struct lm_problem {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
 
+  /// The events in acquisition (random) order: no layout to declare.
   rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
 
   sorted_copy &copy_of(lm_order order) {
@@ -280,6 +331,8 @@ void release_problems() noexcept {
   g_base.reset();
 }
 
+// ---------------------------------------------------------- benchmarks --
+
 void set_counters(benchmark::State &state, std::size_t items, int bins_per_item = 0) {
   state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(items));
   if (bins_per_item > 0)
@@ -288,43 +341,118 @@ void set_counters(benchmark::State &state, std::size_t items, int bins_per_item 
         benchmark::Counter::kIsRate);
 }
 
-// ---------------------------------------------------------- benchmarks --
-
-void bm_subset_forward(benchmark::State &state, gpu::launch_options opt,
-                       gpu::tof_kernel_options variant) {
-  rb::guarded(state, [&] {
-    base_problem &b = base();
-    subset_problem &p = subset();
-    const auto tof = rb::dmi_tof<float>();
-    rb::time_on_stream(state, b.s, [&] {
-      gpu::forward_tof_sino<float>(b.image.cview(), p.lors(), tof, p.out.span(), opt,
-                                   variant, b.s);
-    });
-    set_counters(state, p.count, tof.num_bins);
-    state.counters["threads_per_lor"] =
-        gpu::detail::threads_per_lor(opt, p.count, b.image.device());
-  });
-}
-
-void bm_subset_back(benchmark::State &state, gpu::launch_options opt,
-                    gpu::tof_kernel_options variant) {
-  rb::guarded(state, [&] {
-    base_problem &b = base();
-    subset_problem &p = subset();
-    const auto tof = rb::dmi_tof<float>();
+/// Forward (`back` false) or back projection of `op` over `lors` into /
+/// from the base problem's images: the plain call when `plain`, else kernel
+/// `c` (the call checked once first, with `t` for its stencil).
+template <class Op, class Lors>
+void time_projection(benchmark::State &state, const Op &op, const Lors &lors,
+                     rp::span<float> out, rp::span<const float> ones, bool back,
+                     bool plain, const gpu::kernel_choice &c, const gpu::tuning &t) {
+  base_problem &b = base();
+  if (back) {
+    const auto image = b.back_image.view();
+    if (!plain)
+      rb::check_back(op, image, lors, ones, b.s, t);
     rb::time_on_stream(
         state, b.s, [&] { b.back_image.zero(b.s); },
         [&] {
-          gpu::back_tof_sino<float>(b.back_image.view(), p.lors(), tof, p.ones.cspan(),
-                                    opt, variant, b.s);
+          if (plain)
+            gpu::back(op, image, lors, ones, b.s);
+          else
+            rb::back_as(c, op, image, lors, ones, b.s);
         });
-    set_counters(state, p.count, tof.num_bins);
-    state.counters["threads_per_lor"] =
-        gpu::detail::threads_per_lor(opt, p.count, b.image.device());
+  } else {
+    const auto image = b.image.cview();
+    if (!plain)
+      rb::check_forward(op, image, lors, out, b.s, t);
+    rb::time_on_stream(state, b.s, [&] {
+      if (plain)
+        gpu::forward(op, image, lors, out, b.s);
+      else
+        rb::forward_as(c, op, image, lors, out, b.s);
+    });
+  }
+  rb::choice_counters(state, c);
+}
+
+gpu::direction direction_of(bool back) {
+  return back ? gpu::direction::back : gpu::direction::forward;
+}
+
+// ---------------------------------------------------- TOF sinogram rows --
+
+/// A forced TOF sinogram kernel: memory order (the table's lane count) or
+/// lanes along sinogram planes (`rows`, 1 thread per LOR for a full GPU),
+/// `threads_per_lor` (0: that count), paired vector atomics (back), exact
+/// erfc, a stencil workspace of `stencil_width` (back; 0: none).
+struct sino_variant {
+  bool rows = false;
+  int threads_per_lor = 0;
+  bool vector_atomics = false;
+  bool exact_erfc = false;
+  int stencil_width = 0;
+};
+
+void bm_subset_plain(benchmark::State &state, bool sinogram_source, bool back) {
+  rb::guarded(state, [&] {
+    base_problem &b = base();
+    subset_problem &p = subset();
+    const rp::op::tof_sinogram op(rb::dmi_tof<float>());
+    const auto run = [&](const auto &lors) {
+      time_projection(state, op, lors, p.out.span(), p.ones.cspan(), back, true,
+                      rb::plain_choice(op, direction_of(back), lors, b.image.device()),
+                      {});
+    };
+    if (sinogram_source)
+      run(p.tables.subset);
+    else
+      run(p.lors());
+    set_counters(state, p.count, op.tof.num_bins);
   });
 }
 
-/// The events of `order` (sorting them once on first use).
+void bm_subset_variant(benchmark::State &state, bool back, sino_variant v) {
+  rb::guarded(state, [&] {
+    base_problem &b = base();
+    subset_problem &p = subset();
+    const rp::op::tof_sinogram op(rb::dmi_tof<float>());
+    const int device = b.image.device();
+    gpu::tuning t;
+    t.threads_per_lor = v.threads_per_lor;
+    t.exact_erfc = v.exact_erfc;
+    t.stencil = b.stencil(v.stencil_width);
+    gpu::kernel_choice c =
+        rb::choice_as(op, direction_of(back), rp::lor_layout{}, p.count, device, t);
+    if (v.rows) {
+      c.rows = p.layout.planes_in(p.count);
+      if (v.threads_per_lor == 0)
+        c.threads_per_lor = rb::filling_lanes(1, p.count, device);
+    }
+    c.vector_atomics = v.vector_atomics;
+    time_projection(state, op, p.lors(), p.out.span(), p.ones.cspan(), back, false, c, t);
+    set_counters(state, p.count, op.tof.num_bins);
+  });
+}
+
+// ---------------------------------------------------- TOF list-mode rows --
+
+/// A forced TOF list-mode kernel, relative to the base (the defaults
+/// below): threads per event (0: the table's count), sample first
+/// (forward), paired vector atomics (back), paired vector loads (forward),
+/// lock-step warps, exact erfc, a stencil workspace of `stencil_width`
+/// (back; 0: none).
+struct lm_variant {
+  int threads_per_lor = 0;
+  bool sample_first = true;
+  bool vector_atomics = true;
+  bool vector_loads = false;
+  bool lockstep = false;
+  bool exact_erfc = false;
+  int stencil_width = 0;
+};
+
+/// The events of `order` (sorting them once on first use; sorted events
+/// are declared lor_layout::sorted_events()).
 void select_events(base_problem &b, lm_problem &p, lm_order order,
                    rp::lor_view<const float> &lors, rp::span<const std::int16_t> &bins) {
   lors = p.lors();
@@ -336,57 +464,43 @@ void select_events(base_problem &b, lm_problem &p, lm_order order,
   bins = c.bins.cspan();
 }
 
-void bm_lm_forward(benchmark::State &state, lm_order order, gpu::launch_options opt,
-                   gpu::tof_kernel_options variant) {
+void bm_lm_plain(benchmark::State &state, lm_order order, bool back) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
     rp::lor_view<const float> lors;
     rp::span<const std::int16_t> bins;
     select_events(b, p, order, lors, bins);
-    const auto tof = rb::dmi_tof<float>();
-    rb::time_on_stream(state, b.s, [&] {
-      gpu::forward_tof_lm<float>(b.image.cview(), lors, bins, tof, p.out.span(), opt,
-                                 variant, b.s);
-    });
+    const rp::op::tof_listmode op(rb::dmi_tof<float>(), bins);
+    time_projection(state, op, lors, p.out.span(), p.ones.cspan(), back, true,
+                    rb::plain_choice(op, direction_of(back), lors, b.image.device()), {});
     set_counters(state, p.count);
-    state.counters["threads_per_lor"] =
-        gpu::detail::threads_per_event(opt, p.count, b.image.device());
   });
 }
 
-void bm_lm_back(benchmark::State &state, lm_order order, gpu::launch_options opt,
-                gpu::tof_kernel_options variant) {
+void bm_lm_variant(benchmark::State &state, lm_order order, bool back, lm_variant v) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
     rp::lor_view<const float> lors;
     rp::span<const std::int16_t> bins;
     select_events(b, p, order, lors, bins);
-    const auto tof = rb::dmi_tof<float>();
-    rb::time_on_stream(
-        state, b.s, [&] { b.back_image.zero(b.s); },
-        [&] {
-          gpu::back_tof_lm<float>(b.back_image.view(), lors, bins, tof, p.ones.cspan(),
-                                  opt, variant, b.s);
-        });
+    const rp::op::tof_listmode op(rb::dmi_tof<float>(), bins);
+    gpu::tuning t;
+    t.threads_per_lor = v.threads_per_lor;
+    t.exact_erfc = v.exact_erfc;
+    t.stencil = b.stencil(v.stencil_width);
+    gpu::kernel_choice c = rb::choice_as(op, direction_of(back), rp::lor_layout{},
+                                         p.count, b.image.device(), t);
+    c.sample_first = v.sample_first;
+    c.vector_atomics = v.vector_atomics;
+    c.vector_loads = v.vector_loads;
+    c.lockstep = v.lockstep;
+    if (v.lockstep)
+      c.threads_per_lor = 1;
+    time_projection(state, op, lors, p.out.span(), p.ones.cspan(), back, false, c, t);
     set_counters(state, p.count);
-    state.counters["threads_per_lor"] =
-        gpu::detail::threads_per_event(opt, p.count, b.image.device());
   });
-}
-
-/// `bm_lm_back` / `bm_subset_back` with `variant.stencil` = the image's
-/// stencil workspace of `width` (allocated outside the timed region).
-void bm_lm_back_stencil(benchmark::State &state, lm_order order, gpu::launch_options opt,
-                        gpu::tof_kernel_options variant, int width) {
-  rb::guarded(state, [&] { variant.stencil = base().stencil(width); });
-  bm_lm_back(state, order, opt, variant);
-}
-void bm_subset_back_stencil(benchmark::State &state, gpu::launch_options opt,
-                            gpu::tof_kernel_options variant, int width) {
-  rb::guarded(state, [&] { variant.stencil = base().stencil(width); });
-  bm_subset_back(state, opt, variant);
 }
 
 void bm_reorder(benchmark::State &state, bool order_only, lm_order order) {
@@ -406,147 +520,133 @@ void bm_reorder(benchmark::State &state, bool order_only, lm_order order) {
 
 void register_all() {
   using benchmark::RegisterBenchmark;
-  const gpu::launch_options automatic{};
-  const gpu::tof_kernel_options defaults{}, plain = gpu::tof_kernel_options::plain();
-  gpu::tof_kernel_options sino_vec = defaults, lockstep = defaults, aggregate = defaults;
-  sino_vec.sino_vector_atomics = true;
-  lockstep.lockstep = true;
-  aggregate.lockstep = true;
-  aggregate.warp_aggregate = true;
-  // Exact erfc (the defaults use math::fast_erfc for float).
-  gpu::tof_kernel_options exact = defaults;
-  exact.fast_erfc = false;
-  gpu::tof_kernel_options lockstep_exact = lockstep, aggregate_exact = aggregate;
-  lockstep_exact.fast_erfc = false;
-  aggregate_exact.fast_erfc = false;
-  gpu::tof_kernel_options loads = defaults, lockstep_loads = lockstep;
-  loads.vector_loads = true;
-  lockstep_loads.vector_loads = true;
-  gpu::tof_kernel_options weight_first_loads = loads;
-  weight_first_loads.sample_first = false;
-  gpu::launch_options rows;
-  rows.rows = 1296; // dmi-subset is [1296 planes][8 views][415 radial]
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward", bm_subset_forward,
-                                  automatic, defaults));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/rows", bm_subset_forward,
-                                  rows, defaults));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-subset/back", bm_subset_back, automatic, defaults));
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-subset/back/rows", bm_subset_back, rows, defaults));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/vec-atomics",
-                                  bm_subset_back, rows, sino_vec));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/vec-atomics", bm_subset_back,
-                                  automatic, sino_vec));
-  for (int width : {2, 4}) {
-    const std::string w = width == 4 ? "-w4" : "";
-    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back/stencil" + w).c_str(),
-                                    bm_subset_back_stencil, automatic, defaults, width));
-    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back/rows/stencil" + w).c_str(),
-                                    bm_subset_back_stencil, rows, defaults, width));
-  }
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/exact-erfc",
-                                  bm_subset_forward, automatic, exact));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/forward/rows/exact-erfc",
-                                  bm_subset_forward, rows, exact));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/exact-erfc", bm_subset_back,
-                                  automatic, exact));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-subset/back/rows/exact-erfc",
-                                  bm_subset_back, rows, exact));
-  for (int g : {1, 4}) {
-    gpu::launch_options opt;
-    opt.threads_per_lor = g;
-    const std::string tpl = "/tpl:" + std::to_string(g);
-    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/forward" + tpl).c_str(),
-                                    bm_subset_forward, opt, defaults));
-    rb::configure(RegisterBenchmark(("gpu/dmi-tof-subset/back" + tpl).c_str(),
-                                    bm_subset_back, opt, defaults));
-  }
-  // List-mode: per event order, the default kernels, the plain ones (every
-  // lever off), lock-step, and lock-step with warp-aggregated atomics.
+  const auto reg = [](const std::string &name, auto fn, auto... args) {
+    rb::configure(RegisterBenchmark(name.c_str(), fn, args...));
+  };
   const struct {
     lm_order order;
     const char *name;
   } orders[] = {{lm_order::random, "gpu/dmi-tof-lm"},
                 {lm_order::lor_key, "gpu/dmi-tof-lm-sorted"},
-                {lm_order::tof_key, "gpu/dmi-tof-lm-tofsorted"}};
-  rb::configure(
-      RegisterBenchmark("gpu/dmi-tof-lm/reorder", bm_reorder, false, lm_order::lor_key));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true,
-                                  lm_order::lor_key));
-  rb::configure(RegisterBenchmark("gpu/dmi-tof-lm/reorder/tof-key", bm_reorder, false,
-                                  lm_order::tof_key));
-  for (const auto &o : orders) {
-    const std::string n = o.name;
-    rb::configure(RegisterBenchmark((n + "/forward").c_str(), bm_lm_forward, o.order,
-                                    automatic, defaults));
-    rb::configure(RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic,
-                                    defaults));
-    rb::configure(RegisterBenchmark((n + "/forward/plain").c_str(), bm_lm_forward,
-                                    o.order, automatic, plain));
-    rb::configure(RegisterBenchmark((n + "/back/plain").c_str(), bm_lm_back, o.order,
-                                    automatic, plain));
-    rb::configure(RegisterBenchmark((n + "/forward/lockstep").c_str(), bm_lm_forward,
-                                    o.order, automatic, lockstep));
-    rb::configure(RegisterBenchmark((n + "/back/lockstep").c_str(), bm_lm_back, o.order,
-                                    automatic, lockstep));
-    rb::configure(RegisterBenchmark((n + "/back/lockstep+warp-aggregate").c_str(),
-                                    bm_lm_back, o.order, automatic, aggregate));
-    rb::configure(RegisterBenchmark((n + "/forward/exact-erfc").c_str(), bm_lm_forward,
-                                    o.order, automatic, exact));
-    rb::configure(RegisterBenchmark((n + "/back/exact-erfc").c_str(), bm_lm_back, o.order,
-                                    automatic, exact));
-    rb::configure(RegisterBenchmark((n + "/forward/vec-loads").c_str(), bm_lm_forward,
-                                    o.order, automatic, loads));
-    rb::configure(RegisterBenchmark((n + "/forward/weight-first+vec-loads").c_str(),
-                                    bm_lm_forward, o.order, automatic,
-                                    weight_first_loads));
-    for (const auto &sv : {std::pair<const char *, gpu::tof_kernel_options>{"", defaults},
-                           {"+lockstep", lockstep},
-                           {"+lockstep+exact-erfc", lockstep_exact}}) {
-      if (o.order == lm_order::random && sv.second.lockstep)
-        continue;
-      for (int width : {2, 4})
-        rb::configure(RegisterBenchmark(
-            (n + "/back/stencil" + (width == 4 ? "-w4" : "") + sv.first).c_str(),
-            bm_lm_back_stencil, o.order, automatic, sv.second, width));
-    }
-    if (o.order == lm_order::random)
-      continue; // lock-step is for sorted events
-    rb::configure(RegisterBenchmark((n + "/forward/lockstep+exact-erfc").c_str(),
-                                    bm_lm_forward, o.order, automatic, lockstep_exact));
-    rb::configure(RegisterBenchmark((n + "/back/lockstep+exact-erfc").c_str(), bm_lm_back,
-                                    o.order, automatic, lockstep_exact));
-    rb::configure(RegisterBenchmark((n + "/forward/lockstep+vec-loads").c_str(),
-                                    bm_lm_forward, o.order, automatic, lockstep_loads));
-    rb::configure(
-        RegisterBenchmark((n + "/back/lockstep+warp-aggregate+exact-erfc").c_str(),
-                          bm_lm_back, o.order, automatic, aggregate_exact));
+                {lm_order::tof_key, "gpu/dmi-tof-lm-tofsorted"},
+                {lm_order::tof_key_coarse, "gpu/dmi-tof-lm-tofsorted-coarse"},
+                {lm_order::tof_key_fine, "gpu/dmi-tof-lm-tofsorted-fine"}};
+  const std::size_t num_variant_orders = 3; // the variants run on the first three
+
+  // Plain calls first.
+  for (const bool back : {false, true}) {
+    const std::string dir = back ? "/back" : "/forward";
+    reg("gpu/dmi-tof-subset" + dir + "/plain", bm_subset_plain, false, back);
+    reg("gpu/dmi-tof-subset" + dir + "/sinogram-source/plain", bm_subset_plain, true,
+        back);
+  }
+  for (const auto &o : orders)
+    for (const bool back : {false, true})
+      reg(std::string(o.name) + (back ? "/back" : "/forward") + "/plain", bm_lm_plain,
+          o.order, back);
+  reg("gpu/dmi-tof-lm/reorder", bm_reorder, false, lm_order::lor_key);
+  reg("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true, lm_order::lor_key);
+  reg("gpu/dmi-tof-lm/reorder/tof-key", bm_reorder, false, lm_order::tof_key);
+
+  // TOF sinogram variants (memory order unless /rows).
+  sino_variant memory, rows;
+  rows.rows = true;
+  reg("gpu/dmi-tof-subset/forward/memory-order", bm_subset_variant, false, memory);
+  reg("gpu/dmi-tof-subset/forward/rows", bm_subset_variant, false, rows);
+  reg("gpu/dmi-tof-subset/back/memory-order", bm_subset_variant, true, memory);
+  reg("gpu/dmi-tof-subset/back/rows", bm_subset_variant, true, rows);
+  {
+    sino_variant v = rows;
+    v.vector_atomics = true;
+    reg("gpu/dmi-tof-subset/back/rows/vec-atomics", bm_subset_variant, true, v);
+    v = memory;
+    v.vector_atomics = true;
+    reg("gpu/dmi-tof-subset/back/vec-atomics", bm_subset_variant, true, v);
+  }
+  for (int width : {2, 4}) {
+    const std::string w = width == 4 ? "-w4" : "";
+    sino_variant v = memory;
+    v.stencil_width = width;
+    reg("gpu/dmi-tof-subset/back/stencil" + w, bm_subset_variant, true, v);
+    v.rows = true;
+    reg("gpu/dmi-tof-subset/back/rows/stencil" + w, bm_subset_variant, true, v);
+  }
+  for (const bool back : {false, true}) {
+    const std::string dir = back ? "/back" : "/forward";
+    sino_variant v = memory;
+    v.exact_erfc = true;
+    reg("gpu/dmi-tof-subset" + dir + "/exact-erfc", bm_subset_variant, back, v);
+    v.rows = true;
+    reg("gpu/dmi-tof-subset" + dir + "/rows/exact-erfc", bm_subset_variant, back, v);
   }
   for (int g : {1, 4}) {
-    gpu::launch_options opt;
-    opt.threads_per_lor = g;
+    sino_variant v = memory;
+    v.threads_per_lor = g;
     const std::string tpl = "/tpl:" + std::to_string(g);
-    for (const auto &o : orders) {
-      const std::string n = o.name;
-      rb::configure(RegisterBenchmark((n + "/forward" + tpl).c_str(), bm_lm_forward,
-                                      o.order, opt, defaults));
-      rb::configure(RegisterBenchmark((n + "/back" + tpl).c_str(), bm_lm_back, o.order,
-                                      opt, defaults));
+    reg("gpu/dmi-tof-subset/forward" + tpl, bm_subset_variant, false, v);
+    reg("gpu/dmi-tof-subset/back" + tpl, bm_subset_variant, true, v);
+  }
+
+  // List-mode variants, per event order.
+  const lm_variant base_kernels{};
+  lm_variant levers_off, lockstep, exact, lockstep_exact, loads, lockstep_loads,
+      weight_first_loads;
+  levers_off.sample_first = false;
+  levers_off.vector_atomics = false;
+  levers_off.exact_erfc = true;
+  lockstep.lockstep = true;
+  exact.exact_erfc = true;
+  lockstep_exact = lockstep;
+  lockstep_exact.exact_erfc = true;
+  loads.vector_loads = true;
+  lockstep_loads = lockstep;
+  lockstep_loads.vector_loads = true;
+  weight_first_loads = loads;
+  weight_first_loads.sample_first = false;
+  for (std::size_t i = 0; i < num_variant_orders; ++i) {
+    const auto &o = orders[i];
+    const std::string n = o.name;
+    const bool sorted = o.order != lm_order::random;
+    reg(n + "/forward/base", bm_lm_variant, o.order, false, base_kernels);
+    reg(n + "/back/base", bm_lm_variant, o.order, true, base_kernels);
+    reg(n + "/forward/levers-off", bm_lm_variant, o.order, false, levers_off);
+    reg(n + "/back/levers-off", bm_lm_variant, o.order, true, levers_off);
+    reg(n + "/forward/lockstep", bm_lm_variant, o.order, false, lockstep);
+    reg(n + "/back/lockstep", bm_lm_variant, o.order, true, lockstep);
+    reg(n + "/forward/exact-erfc", bm_lm_variant, o.order, false, exact);
+    reg(n + "/back/exact-erfc", bm_lm_variant, o.order, true, exact);
+    reg(n + "/forward/vec-loads", bm_lm_variant, o.order, false, loads);
+    reg(n + "/forward/weight-first+vec-loads", bm_lm_variant, o.order, false,
+        weight_first_loads);
+    for (const auto &sv : {std::pair<const char *, lm_variant>{"", base_kernels},
+                           {"+lockstep", lockstep},
+                           {"+lockstep+exact-erfc", lockstep_exact}}) {
+      if (!sorted && sv.second.lockstep)
+        continue; // lock-step is for sorted events
+      for (int width : {2, 4}) {
+        lm_variant v = sv.second;
+        v.stencil_width = width;
+        reg(n + "/back/stencil" + (width == 4 ? "-w4" : "") + sv.first, bm_lm_variant,
+            o.order, true, v);
+      }
+    }
+    if (sorted) {
+      reg(n + "/forward/lockstep+exact-erfc", bm_lm_variant, o.order, false,
+          lockstep_exact);
+      reg(n + "/back/lockstep+exact-erfc", bm_lm_variant, o.order, true, lockstep_exact);
+      reg(n + "/forward/lockstep+vec-loads", bm_lm_variant, o.order, false,
+          lockstep_loads);
     }
   }
-  // TOF key layouts (coarser / finer direction cells), default kernels.
-  const struct {
-    lm_order order;
-    const char *name;
-  } layouts[] = {{lm_order::tof_key_coarse, "gpu/dmi-tof-lm-tofsorted-coarse"},
-                 {lm_order::tof_key_fine, "gpu/dmi-tof-lm-tofsorted-fine"}};
-  for (const auto &o : layouts) {
-    const std::string n = o.name;
-    rb::configure(RegisterBenchmark((n + "/forward").c_str(), bm_lm_forward, o.order,
-                                    automatic, defaults));
-    rb::configure(RegisterBenchmark((n + "/back").c_str(), bm_lm_back, o.order, automatic,
-                                    defaults));
+  for (int g : {1, 4}) {
+    lm_variant v;
+    v.threads_per_lor = g;
+    const std::string tpl = "/tpl:" + std::to_string(g);
+    for (std::size_t i = 0; i < num_variant_orders; ++i) {
+      const std::string n = orders[i].name;
+      reg(n + "/forward" + tpl, bm_lm_variant, orders[i].order, false, v);
+      reg(n + "/back" + tpl, bm_lm_variant, orders[i].order, true, v);
+    }
   }
 }
 

@@ -7,7 +7,9 @@
 //                                   reordered once; items = events
 //   gpu/dmi-lm-osem/fwd+back        the TOF list-mode forward and back
 //                                   projections alone over the same events,
-//                                   subsets and order (no ratio, no update);
+//                                   subsets and order (no ratio, no update),
+//                                   the backend's plain calls (events
+//                                   declared lor_layout::sorted_events());
 //                                   iteration rate / this rate = the cost of
 //                                   the OSEM bookkeeping
 //   pipeline/gpu/dmi-lm-osem        end to end, host-timed: list-mode file
@@ -211,8 +213,7 @@ void bm_fwd_back(benchmark::State &state) {
           for (int k = 0; k < b.num_subsets(); ++k) {
             b.forward(k);
             const rp::span<const float> v(b.q.data(), b.count(k));
-            gpu::back_tof_lm<float>(b.g.view(), b.lors(k), b.bins_of(k), b.tof, v, b.opt,
-                                    b.back_variant, g.s);
+            gpu::back(b.tof_operation(k), b.g.view(), b.lors(k), v, g.s, b.opt);
           }
         });
     set_items(state, prob().num_events);

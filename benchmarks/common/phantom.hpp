@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "resproj/core/image_geometry.hpp"
+#include "resproj/core/lor_layout.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/scanner/dmi.hpp"
 
@@ -86,6 +87,24 @@ template <class T> lor_set<T> dmi_subset_lors(int num_planes = -1, int first_pla
                     lors.ends);
   return lors;
 }
+
+/// The memory order of dmi sinogram LORs over the views of one of
+/// `num_subsets` view subsets (`dmi-subset`: 34 subsets, 8 views; `dmi-full`:
+/// 1 subset, every view): `[plane][view][radial]`, 415 radial bins per view.
+/// Declare it on end points or detector pairs of these LORs
+/// (`.with_layout(...)`), as a sinogram source declares it itself.
+inline resproj::lor_layout dmi_sinogram_layout(int num_subsets) {
+  namespace rs = resproj::scanner;
+  const auto layout = rs::dmi_sinogram();
+  const auto views = rs::subset_views(layout, 0, num_subsets);
+  return resproj::lor_layout::sinogram(views.size(), std::size_t(layout.num_radial));
+}
+/// `dmi-subset`: 8 views x 415 radial bins per plane (3,320 LORs).
+inline resproj::lor_layout dmi_subset_layout() {
+  return dmi_sinogram_layout(resproj::scanner::dmi_num_subsets);
+}
+/// `dmi-full`: 272 views x 415 radial bins per plane (112,880 LORs).
+inline resproj::lor_layout dmi_full_layout() { return dmi_sinogram_layout(1); }
 
 /// Name of the dmi-subset problem restricted to its first `num_planes`
 /// planes: "dmi-subset" for all 1296, "dmi-subset-small" for 106, else

@@ -25,10 +25,10 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/core/lor_sources.hpp"
+#include "resproj/core/operations.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/cpu/projector.hpp"
-#include "resproj/cpu/tof_projector.hpp"
 #include "resproj/scanner/polygon_scanner.hpp"
 #include "resproj/scanner/sinogram.hpp"
 #include "resproj/scanner/sinogram_source.hpp"
@@ -262,10 +262,10 @@ inline std::vector<std::vector<float>> sensitivity_images(const scan &sc,
   std::vector<std::vector<float>> out;
   for (int s = 0; s < sc.num_subsets(); ++s) {
     out.emplace_back(std::size_t(sc.image.num_voxels()), 0.f);
-    resproj::cpu::back<float>(
-        detail::view_of(out.back(), sc.image), sc.source(s),
-        resproj::span<const float>(d.m.data() + d.offset[std::size_t(s)],
-                                   sc.subset_count(s)));
+    resproj::cpu::back(resproj::op::non_tof{}, detail::view_of(out.back(), sc.image),
+                       sc.source(s),
+                       resproj::span<const float>(d.m.data() + d.offset[std::size_t(s)],
+                                                  sc.subset_count(s)));
   }
   return out;
 }
@@ -287,8 +287,8 @@ struct cpu_sinogram_backend {
   int num_subsets() const { return sc.num_subsets(); }
   void forward(int s) {
     q.resize(sc.subset_count(s));
-    resproj::cpu::forward<float>(detail::cview_of(x, sc.image), sc.source(s),
-                                 resproj::span<float>(q.data(), q.size()), opt);
+    resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(x, sc.image),
+                          sc.source(s), resproj::span<float>(q.data(), q.size()), opt);
   }
   void ratio(int s) {
     const std::size_t o = data.offset[std::size_t(s)];
@@ -299,8 +299,8 @@ struct cpu_sinogram_backend {
   }
   void back(int s) {
     std::fill(g.begin(), g.end(), 0.f);
-    resproj::cpu::back<float>(detail::view_of(g, sc.image), sc.source(s),
-                              resproj::span<const float>(r.data(), r.size()), opt);
+    resproj::cpu::back(resproj::op::non_tof{}, detail::view_of(g, sc.image), sc.source(s),
+                       resproj::span<const float>(r.data(), r.size()), opt);
   }
   void update(int s) {
     const auto &sn = sens[std::size_t(s)];
@@ -351,10 +351,11 @@ struct cpu_listmode_backend {
     q.resize(count(s));
     const resproj::span<float> out(q.data(), q.size());
     if (tof.num_bins > 0)
-      resproj::cpu::forward_tof_lm<float>(detail::cview_of(x, sc.image), lors(s), bins(s),
-                                          tof, out, opt);
+      resproj::cpu::forward(resproj::op::tof_listmode{tof, bins(s)},
+                            detail::cview_of(x, sc.image), lors(s), out, opt);
     else
-      resproj::cpu::forward<float>(detail::cview_of(x, sc.image), lors(s), out, opt);
+      resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(x, sc.image),
+                            lors(s), out, opt);
   }
   void ratio(int s) {
     const std::size_t o = first(s);
@@ -367,10 +368,11 @@ struct cpu_listmode_backend {
     std::fill(g.begin(), g.end(), 0.f);
     const resproj::span<const float> v(r.data(), r.size());
     if (tof.num_bins > 0)
-      resproj::cpu::back_tof_lm<float>(detail::view_of(g, sc.image), lors(s), bins(s),
-                                       tof, v, opt);
+      resproj::cpu::back(resproj::op::tof_listmode{tof, bins(s)},
+                         detail::view_of(g, sc.image), lors(s), v, opt);
     else
-      resproj::cpu::back<float>(detail::view_of(g, sc.image), lors(s), v, opt);
+      resproj::cpu::back(resproj::op::non_tof{}, detail::view_of(g, sc.image), lors(s), v,
+                         opt);
   }
   void update(int) {
     detail::parallel_for(x.size(),
@@ -387,8 +389,8 @@ inline double poisson_log_likelihood(const scan &sc, const sinogram_data &d,
   std::vector<float> q;
   for (int s = 0; s < sc.num_subsets(); ++s) {
     q.assign(sc.subset_count(s), 0.f);
-    resproj::cpu::forward<float>(detail::cview_of(x, sc.image), sc.source(s),
-                                 resproj::span<float>(q.data(), q.size()));
+    resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(x, sc.image),
+                          sc.source(s), resproj::span<float>(q.data(), q.size()));
     const std::size_t o = d.offset[std::size_t(s)];
     for (std::size_t i = 0; i < q.size(); ++i) {
       const double ybar = double(d.m[o + i]) * q[i] + d.a[o + i];

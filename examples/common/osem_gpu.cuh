@@ -26,6 +26,8 @@
 
 #include "osem.hpp"
 #include "phases.hpp"
+#include "resproj/core/lor_layout.hpp"
+#include "resproj/core/operations.hpp"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/event.cuh"
@@ -34,7 +36,7 @@
 #include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
-#include "resproj/gpu/tof_projector.cuh"
+#include "resproj/gpu/tuning.hpp"
 #include "synthetic.hpp"
 
 namespace resproj_examples {
@@ -138,29 +140,28 @@ struct device_scan {
 
 /// Sensitivity images on the GPU, one per subset of `sc` (or their sum):
 /// for each subset, m = scale * eff * eff * exp(-A mu) over its LORs
-/// (derived from the sinogram description, no LOR arrays), back
-/// projected (`launch_options::rows` = planes: a warp's lanes take
-/// neighbouring planes). `work` must hold the largest subset's LOR count.
-/// Queued on `s`; no synchronisation.
+/// (derived from the sinogram description, no LOR arrays; the source's
+/// sinogram layout gives a warp's lanes neighbouring planes), back
+/// projected. `work` must hold the largest subset's LOR count. Queued on
+/// `s`; no synchronisation.
 inline void gpu_sensitivity(const scan &sc, const device_scan &ds,
                             const gpu::device_image<float> &mu,
                             const gpu::device_buffer<float> &efficiency, float scale,
                             gpu::device_buffer<float> &work,
                             std::vector<gpu::device_image<float> *> out,
                             gpu::stream_ref s) {
-  gpu::launch_options opt;
-  opt.rows = std::size_t(sc.layout.num_planes()); // neighbouring planes per warp
   for (auto *img : out)
     img->buffer().zero(s);
   for (int k = 0; k < sc.num_subsets(); ++k) {
     const auto src = ds.source(sc, k);
     const auto q = work.span().subspan(0, src.count);
-    gpu::forward<float>(mu.cview(), src, q, opt, s);
+    gpu::forward(resproj::op::non_tof{}, mu.cview(), src, q, s);
     detail::transform_indexed(
         q.data(), q.size(),
         detail::correction_op<detail::sinogram_pair>{{src}, efficiency.data(), scale}, s);
     gpu::device_image<float> &target = *out[out.size() == 1 ? 0 : std::size_t(k)];
-    gpu::back<float>(target, src, resproj::span<const float>(q.data(), q.size()), opt, s);
+    gpu::back(resproj::op::non_tof{}, target.view(), src,
+              resproj::span<const float>(q.data(), q.size()), s);
   }
 }
 
@@ -175,30 +176,11 @@ inline void gpu_event_corrections(const gpu::device_buffer<float> &detectors,
   const std::size_t n = pairs.size() / 2;
   const resproj::detector_pairs<float> lors(detectors.data(), detectors.size() / 3,
                                             pairs.data(), n);
-  gpu::forward<float>(mu.cview(), lors, m.span().subspan(0, n), s);
+  gpu::forward(resproj::op::non_tof{}, mu.cview(), lors, m.span().subspan(0, n), s);
   detail::transform_indexed(
       m.data(), n,
       detail::correction_op<detail::event_pair>{{pairs.data()}, efficiency.data(), scale},
       s);
-}
-
-/// Kernel variants of the OSEM list-mode projections, chosen explicitly
-/// (measured on dmi with TOF-key ordered events): the forward reads the
-/// image sample first and adds with vector atomics...
-inline gpu::tof_kernel_options osem_forward_variant() {
-  gpu::tof_kernel_options o;
-  o.sample_first = true;
-  o.vector_atomics = true;
-  return o;
-}
-/// ... and the back projection also walks a warp's planes in lock-step.
-/// (A gpu::stencil_workspace made the dmi-lm-osem iteration slower, 96 vs
-/// 78 ms on an H200: per-subset calls of 1.2M events touch the layout too
-/// sparsely for its vector atomics to pay for its misses and reduction.)
-inline gpu::tof_kernel_options osem_back_variant() {
-  gpu::tof_kernel_options o = osem_forward_variant();
-  o.lockstep = true;
-  return o;
 }
 
 /// Reorders the events of every subset once, on the GPU, for memory
@@ -207,9 +189,10 @@ inline gpu::tof_kernel_options osem_back_variant() {
 /// each subset `[offset[k], offset[k+1])`; `permutation[offset[k] + j]` is
 /// the position within the subset that event j of the reordered subset
 /// came from (for mapping per-event results back with gpu::scatter_back).
-/// Per-event corrections are computed after the reorder. One-time set-up:
-/// allocates its workspace (stream-ordered, freed in stream order); queued
-/// on `s`, no synchronisation.
+/// The reordered events are `lor_layout::sorted_events()` (pass it to
+/// `gpu_listmode_backend`). Per-event corrections are computed after the
+/// reorder. One-time set-up: allocates its workspace (stream-ordered, freed
+/// in stream order); queued on `s`, no synchronisation.
 inline void order_subsets(
     const resproj::image_geometry &geometry, const resproj::tof_params<float> &tof,
     const std::vector<std::size_t> &offset, const gpu::device_buffer<float> &detectors,
@@ -254,8 +237,11 @@ inline void order_subsets(
 
 /// GPU backend of `osem` for (TOF) list-mode data grouped by subset. The
 /// caller provides the events, their corrections and the total
-/// sensitivity (all device, sizes checked); the backend keeps references
-/// and owns the image and work buffers.
+/// sensitivity (all device, sizes checked) and says how the events of each
+/// subset are ordered (`lor_layout::sorted_events()` after `order_subsets`:
+/// the projections then pick their kernels for sorted events, e.g.
+/// lock-step back projection); the backend keeps references and owns the
+/// image and work buffers.
 struct gpu_listmode_backend {
   const scan &sc;
   std::vector<std::size_t> offset;
@@ -267,12 +253,13 @@ struct gpu_listmode_backend {
   gpu::stream_ref s;
   gpu::device_image<float> x, g, sens;
   gpu::device_buffer<float> q;
-  gpu::launch_options opt;
-  gpu::tof_kernel_options forward_variant = osem_forward_variant();
-  gpu::tof_kernel_options back_variant = osem_back_variant();
+  resproj::lor_layout events_layout; ///< order of each subset's events
+  gpu::tuning opt;                   ///< expert overrides of the projections
 
   /// @param sensitivity total sensitivity (device); each subset uses 1/S of it
   /// @param x0 start image (host)
+  /// @param events order of each subset's events (`sorted_events()` after
+  ///               `order_subsets`; default: nothing known)
   /// @throws resproj::invalid_argument for sizes that do not match.
   gpu_listmode_backend(const scan &scan_, std::vector<std::size_t> offsets,
                        const gpu::device_buffer<float> &det,
@@ -282,10 +269,11 @@ struct gpu_listmode_backend {
                        const gpu::device_buffer<float> &a_,
                        const resproj::tof_params<float> &tof_,
                        const gpu::device_image<float> &sensitivity,
-                       const std::vector<float> &x0, gpu::stream_ref stream)
+                       const std::vector<float> &x0, gpu::stream_ref stream,
+                       resproj::lor_layout events = {})
       : sc(scan_), offset(std::move(offsets)), detectors(det), pairs(pairs_), bins(bins_),
         m(m_), a(a_), tof(tof_), s(stream), x(sc.image, s), g(sc.image, s),
-        sens(sc.image, s), q(max_count(), s) {
+        sens(sc.image, s), q(max_count(), s), events_layout(events) {
     const std::size_t n = offset.empty() ? 0 : offset.back();
     if (offset.size() < 2)
       resproj::detail::throw_invalid("offsets", "events not grouped by subset");
@@ -310,20 +298,25 @@ struct gpu_listmode_backend {
   std::size_t count(int k) const {
     return offset[std::size_t(k) + 1] - offset[std::size_t(k)];
   }
+  /// The events of subset k, with their order.
   resproj::detector_pairs<float> lors(int k) const {
-    return {detectors.data(), detectors.size() / 3, pairs.data() + 2 * first(k),
-            count(k)};
+    return resproj::detector_pairs<float>(detectors.data(), detectors.size() / 3,
+                                          pairs.data() + 2 * first(k), count(k),
+                                          events_layout);
   }
   resproj::span<const std::int16_t> bins_of(int k) const {
     return {bins.data() + first(k), count(k)};
   }
+  /// The TOF list-mode operation of subset k (for `tof.num_bins > 0`).
+  resproj::op::tof_listmode<float> tof_operation(int k) const {
+    return resproj::op::tof_listmode<float>(tof, bins_of(k));
+  }
   void forward(int k) {
     const auto out = q.span().subspan(0, count(k));
     if (tof.num_bins > 0)
-      gpu::forward_tof_lm<float>(x.cview(), lors(k), bins_of(k), tof, out, opt,
-                                 forward_variant, s);
+      gpu::forward(tof_operation(k), x.cview(), lors(k), out, s, opt);
     else
-      gpu::forward<float>(x.cview(), lors(k), out, opt, s);
+      gpu::forward(resproj::op::non_tof{}, x.cview(), lors(k), out, s, opt);
   }
   void ratio(int k) {
     const std::size_t o = first(k), n = count(k);
@@ -335,10 +328,9 @@ struct gpu_listmode_backend {
     g.buffer().zero(s);
     const resproj::span<const float> v(q.data(), count(k));
     if (tof.num_bins > 0)
-      gpu::back_tof_lm<float>(g.view(), lors(k), bins_of(k), tof, v, opt, back_variant,
-                              s);
+      gpu::back(tof_operation(k), g.view(), lors(k), v, s, opt);
     else
-      gpu::back<float>(g, lors(k), v, opt, s);
+      gpu::back(resproj::op::non_tof{}, g.view(), lors(k), v, s, opt);
   }
   void update(int) {
     auto in =
@@ -378,8 +370,8 @@ struct gpu_sinogram_backend {
       sens.emplace_back(sc.image, s);
       sens.back().buffer().zero(s);
       const auto src = ds.source(sc, k);
-      gpu::back<float>(
-          sens.back(), src,
+      gpu::back(
+          resproj::op::non_tof{}, sens.back().view(), src,
           resproj::span<const float>(m.data() + host.offset[std::size_t(k)], src.count),
           s);
     }
@@ -391,14 +383,11 @@ struct gpu_sinogram_backend {
     return c;
   }
   int num_subsets() const { return sc.num_subsets(); }
-  gpu::launch_options options() const {
-    gpu::launch_options o;
-    o.rows = std::size_t(sc.layout.num_planes()); // neighbouring planes per warp
-    return o;
-  }
+  // The subsets' sinogram sources know their layout: a warp's lanes take
+  // neighbouring planes.
   void forward(int k) {
-    gpu::forward<float>(x.cview(), ds.source(sc, k),
-                        q.span().subspan(0, sc.subset_count(k)), options(), s);
+    gpu::forward(resproj::op::non_tof{}, x.cview(), ds.source(sc, k),
+                 q.span().subspan(0, sc.subset_count(k)), s);
   }
   void ratio(int k) {
     const std::size_t o = host.offset[std::size_t(k)], n = sc.subset_count(k);
@@ -408,9 +397,8 @@ struct gpu_sinogram_backend {
   }
   void back(int k) {
     g.buffer().zero(s);
-    gpu::back<float>(g, ds.source(sc, k),
-                     resproj::span<const float>(q.data(), sc.subset_count(k)), options(),
-                     s);
+    gpu::back(resproj::op::non_tof{}, g.view(), ds.source(sc, k),
+              resproj::span<const float>(q.data(), sc.subset_count(k)), s);
   }
   void update(int k) {
     auto in = thrust::make_zip_iterator(
@@ -439,7 +427,7 @@ inline subset_projector gpu_subset_projector(const scan &sc, const device_scan &
     gpu::device_image<float> d(sc.image, s);
     d.upload(resproj::span<const float>(img.data(), img.size()), s);
     gpu::device_buffer<float> o(out.size(), s);
-    gpu::forward<float>(d.cview(), ds.source(sc, k), o.span(), s);
+    gpu::forward(resproj::op::non_tof{}, d.cview(), ds.source(sc, k), o.span(), s);
     o.copy_to_host(out, s);
     s.synchronize();
   };
@@ -459,7 +447,7 @@ inline tof_profiler gpu_tof_profiler(const scan &sc, const device_scan &ds,
     const resproj::detector_pairs<float> dl(ds.detectors.data(), ds.detectors.size() / 3,
                                             pairs.data(), l.count);
     gpu::device_buffer<float> o(out.size(), s);
-    gpu::forward_tof_sino<float>(d.cview(), dl, tof, o.span(), s);
+    gpu::forward(resproj::op::tof_sinogram{tof}, d.cview(), dl, o.span(), s);
     o.copy_to_host(out, s);
     s.synchronize();
   };
@@ -509,6 +497,8 @@ struct gpu_listmode_problem {
   gpu::device_buffer<float> m, a, efficiency;
   gpu::device_image<float> mu, sensitivity;
   gpu::device_buffer<std::uint32_t> permutation;
+  /// Order of each subset's events: sorted_events() once reordered.
+  resproj::lor_layout events_layout;
 
   /// From host events grouped by subset (`lm.offset`).
   /// @throws resproj::invalid_argument ("lm") if the events are not grouped.
@@ -549,7 +539,7 @@ struct gpu_listmode_problem {
   /// A backend over this data starting from `x0` (host).
   gpu_listmode_backend backend(const std::vector<float> &x0) const {
     return gpu_listmode_backend(sc, offset, ds.detectors, pairs, bins, m, a, tof,
-                                sensitivity, x0, s);
+                                sensitivity, x0, s, events_layout);
   }
   std::size_t count() const { return offset.empty() ? 0 : offset.back(); }
 
@@ -615,6 +605,7 @@ private:
     permutation = gpu::device_buffer<std::uint32_t>(n, s);
     if (reorder) {
       order_subsets(sc.image, tof, offset, ds.detectors, pairs, bins, permutation, s);
+      events_layout = resproj::lor_layout::sorted_events();
       mark(phases, w, "reorder",
            tof.num_bins > 0 ? "reorder per subset (TOF key)" : "reorder per subset",
            double(n), "events");

@@ -18,8 +18,8 @@
 
 #include "osem.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/operations.hpp"
 #include "resproj/cpu/projector.hpp"
-#include "resproj/cpu/tof_projector.hpp"
 
 namespace resproj_examples {
 
@@ -61,7 +61,8 @@ using subset_projector =
 
 inline subset_projector cpu_subset_projector(const scan &sc) {
   return [&sc](int s, const std::vector<float> &img, resproj::span<float> out) {
-    resproj::cpu::forward<float>(detail::cview_of(img, sc.image), sc.source(s), out);
+    resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(img, sc.image),
+                          sc.source(s), out);
   };
 }
 
@@ -155,7 +156,8 @@ inline listmode_data draw_events(const scan &sc, const sinogram_data &model,
     profiles = [&sc](const std::vector<float> &img,
                      const resproj::detector_pairs<float> &l,
                      const resproj::tof_params<float> &t, resproj::span<float> out) {
-      resproj::cpu::forward_tof_sino<float>(detail::cview_of(img, sc.image), l, t, out);
+      resproj::cpu::forward(resproj::op::tof_sinogram{t}, detail::cview_of(img, sc.image),
+                            l, out);
     };
   const std::size_t n = model.y.size();
   std::vector<double> cum(n);
@@ -233,8 +235,8 @@ inline void listmode_corrections(const scan &sc, const corrections &c,
   lm.a.resize(n);
   const resproj::detector_pairs<float> lors(sc.detectors.data(), sc.num_detectors(),
                                             lm.pairs.data(), n);
-  resproj::cpu::forward<float>(detail::cview_of(c.mu, sc.image), lors,
-                               resproj::span<float>(lm.m.data(), n));
+  resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(c.mu, sc.image), lors,
+                        resproj::span<float>(lm.m.data(), n));
   const float a = tof.num_bins > 0 ? c.background / float(tof.num_bins) : c.background;
   for (std::size_t i = 0; i < n; ++i) {
     lm.m[i] = lor_correction(c, lm.pairs[2 * i], lm.pairs[2 * i + 1], lm.m[i]);
@@ -254,15 +256,15 @@ inline std::vector<float> cpu_sensitivity(const scan &sc, const corrections &c,
   for (int s = 0; s < used; ++s) {
     const std::size_t k = sc.subset_count(s);
     m.resize(k);
-    resproj::cpu::forward<float>(detail::cview_of(c.mu, sc.image), sc.source(s),
-                                 resproj::span<float>(m.data(), k));
+    resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(c.mu, sc.image),
+                          sc.source(s), resproj::span<float>(m.data(), k));
     detail::parallel_for(k, [&](std::size_t i) {
       std::int32_t da, db;
       sc.detector_pair(s, i, da, db);
       m[i] = lor_correction(c, da, db, m[i]);
     });
-    resproj::cpu::back<float>(detail::view_of(sens, sc.image), sc.source(s),
-                              resproj::span<const float>(m.data(), k));
+    resproj::cpu::back(resproj::op::non_tof{}, detail::view_of(sens, sc.image),
+                       sc.source(s), resproj::span<const float>(m.data(), k));
   }
   return sens;
 }

@@ -19,6 +19,7 @@
 
 namespace rt = resproj_test;
 namespace cpu = resproj::cpu;
+namespace op = resproj::op;
 
 namespace {
 
@@ -83,7 +84,8 @@ template <class T>
 std::vector<T> forward(const rt::grid &g, const std::vector<T> &x,
                        const rt::lor_set<T> &lors, const cpu::options &opt = {}) {
   std::vector<T> out(lors.size(), T(-1));
-  cpu::forward<T>(rt::cimage_of(x, g), rt::view_of(lors), rt::span_of(out), opt);
+  cpu::forward(op::non_tof{}, rt::cimage_of(x, g), rt::view_of(lors), rt::span_of(out),
+               opt);
   return out;
 }
 
@@ -91,7 +93,8 @@ template <class T>
 std::vector<T> back(const rt::grid &g, const rt::lor_set<T> &lors,
                     const std::vector<T> &y, const cpu::options &opt = {}) {
   std::vector<T> image(std::size_t(g.num_voxels()), T(0));
-  cpu::back<T>(rt::image_of(image, g), rt::view_of(lors), rt::cspan_of(y), opt);
+  cpu::back(op::non_tof{}, rt::image_of(image, g), rt::view_of(lors), rt::cspan_of(y),
+            opt);
   return image;
 }
 
@@ -206,7 +209,8 @@ TYPED_TEST(Adjoint, BackProjectionAccumulates) {
     const cpu::options opt{acc, 2};
     const auto once = back(g, lors, y, opt);
     auto twice = once;
-    cpu::back<T>(rt::image_of(twice, g), rt::view_of(lors), rt::cspan_of(y), opt);
+    cpu::back(op::non_tof{}, rt::image_of(twice, g), rt::view_of(lors), rt::cspan_of(y),
+              opt);
     std::vector<double> expected_twice(once.size()), expected_sum(once.size());
     for (std::size_t i = 0; i < once.size(); ++i) {
       expected_twice[i] = 2.0 * double(once[i]);
@@ -214,7 +218,8 @@ TYPED_TEST(Adjoint, BackProjectionAccumulates) {
     }
     EXPECT_LT(rt::rel_norm_diff(twice, expected_twice), rt::bounds<T>::same_image);
     auto onto = start;
-    cpu::back<T>(rt::image_of(onto, g), rt::view_of(lors), rt::cspan_of(y), opt);
+    cpu::back(op::non_tof{}, rt::image_of(onto, g), rt::view_of(lors), rt::cspan_of(y),
+              opt);
     EXPECT_LT(rt::rel_norm_diff(onto, expected_sum), rt::bounds<T>::same_image);
   }
 }
@@ -238,7 +243,8 @@ TYPED_TEST(Adjoint, ForwardIsDeterministicAndChunkable) {
   auto out = rt::span_of(chunked);
   for (std::size_t first = 0; first < lors.size(); first += 999) {
     const std::size_t n = std::min<std::size_t>(999, lors.size() - first);
-    cpu::forward<T>(rt::cimage_of(x, g), all.subview(first, n), out.subspan(first, n));
+    cpu::forward(op::non_tof{}, rt::cimage_of(x, g), all.subview(first, n),
+                 out.subspan(first, n));
   }
   EXPECT_EQ(chunked, ref);
   // Back projection over chunks equals the one-call back projection.
@@ -248,7 +254,8 @@ TYPED_TEST(Adjoint, ForwardIsDeterministicAndChunkable) {
   const auto ys = rt::cspan_of(y);
   for (std::size_t first = 0; first < lors.size(); first += 999) {
     const std::size_t n = std::min<std::size_t>(999, lors.size() - first);
-    cpu::back<T>(rt::image_of(img, g), all.subview(first, n), ys.subspan(first, n));
+    cpu::back(op::non_tof{}, rt::image_of(img, g), all.subview(first, n),
+              ys.subspan(first, n));
   }
   EXPECT_LT(rt::rel_norm_diff(img, whole), rt::bounds<T>::same_image);
 }

@@ -69,8 +69,8 @@ std::vector<T> project(const rt::grid &g, const std::vector<T> &image,
   // A handful of LORs: one thread (an OpenMP team would only wait).
   resproj::cpu::options opt;
   opt.num_threads = lors.size() < 1000 ? 1 : 0;
-  resproj::cpu::forward<T>(rt::cimage_of(image, g), rt::view_of(lors), rt::span_of(out),
-                           opt);
+  resproj::cpu::forward(resproj::op::non_tof{}, rt::cimage_of(image, g),
+                        rt::view_of(lors), rt::span_of(out), opt);
   return out;
 }
 
@@ -437,7 +437,8 @@ TYPED_TEST(Analytic, MissesAndZeroLengthAreExactlyZero) {
     EXPECT_EQ(out[i], T(0)) << "LOR " << i;
   auto before = image;
   std::vector<T> values(lors.size(), T(1));
-  resproj::cpu::back<T>(rt::image_of(image, g), rt::view_of(lors), rt::cspan_of(values));
+  resproj::cpu::back(resproj::op::non_tof{}, rt::image_of(image, g), rt::view_of(lors),
+                     rt::cspan_of(values));
   EXPECT_EQ(image, before);
 }
 
@@ -513,8 +514,9 @@ TYPED_TEST(Analytic, BackProjectionAlongAnAxis) {
                 at_axis(g, d, double(g.shape[d]) + 1, c.fu, c.fv));
       std::vector<T> image(std::size_t(g.num_voxels()), T(0));
       const std::vector<T> values = {w};
-      resproj::cpu::back<T>(
-          rt::image_of(image, g), rt::view_of(lors), rt::cspan_of(values),
+      resproj::cpu::back(
+          resproj::op::non_tof{}, rt::image_of(image, g), rt::view_of(lors),
+          rt::cspan_of(values),
           resproj::cpu::options{resproj::cpu::back_accumulation::atomic, 1});
       std::vector<double> expected(image.size(), 0.0);
       for (std::int64_t p = 0; p < g.shape[d]; ++p)

@@ -1,8 +1,13 @@
-// Detector-indexed LORs (detector table + index pairs) give exactly the
-// values of the same LORs as explicit end points, for every CPU projector.
+// Detector-indexed LORs (detector table + index pairs, packed list-mode
+// records) give exactly the values of the same LORs as explicit end points,
+// for every CPU operation, whatever layout the source declares.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "common/detector_lors.hpp"
@@ -37,15 +42,15 @@ TYPED_TEST(DetectorPairs, SameValuesAsEndPoints) {
 
   // Non-TOF forward and back.
   std::vector<T> a(n), b(n);
-  rp::cpu::forward<T>(x, explicit_lors, rp::span<T>(a.data(), n));
-  rp::cpu::forward<T>(x, indexed, rp::span<T>(b.data(), n));
+  rp::cpu::forward(rp::op::non_tof{}, x, explicit_lors, rp::span<T>(a.data(), n));
+  rp::cpu::forward(rp::op::non_tof{}, x, indexed, rp::span<T>(b.data(), n));
   EXPECT_EQ(a, b);
   std::vector<T> bp_a(image.size(), T(0)), bp_b(image.size(), T(0));
   const rp::cpu::options serial{rp::cpu::back_accumulation::atomic, 1};
-  rp::cpu::back<T>(rp::image_view<T>(bp_a.data(), g), explicit_lors,
-                   rp::span<const T>(a.data(), n), serial);
-  rp::cpu::back<T>(rp::image_view<T>(bp_b.data(), g), indexed,
-                   rp::span<const T>(a.data(), n), serial);
+  rp::cpu::back(rp::op::non_tof{}, rp::image_view<T>(bp_a.data(), g), explicit_lors,
+                rp::span<const T>(a.data(), n), serial);
+  rp::cpu::back(rp::op::non_tof{}, rp::image_view<T>(bp_b.data(), g), indexed,
+                rp::span<const T>(a.data(), n), serial);
   EXPECT_EQ(bp_a, bp_b);
 
   // TOF sinogram and list-mode.
@@ -55,23 +60,113 @@ TYPED_TEST(DetectorPairs, SameValuesAsEndPoints) {
   tof.sigma = T(6);
   tof.num_sigmas = T(3);
   std::vector<T> sa(n * 9), sb(n * 9);
-  rp::cpu::forward_tof_sino<T>(x, explicit_lors, tof, rp::span<T>(sa.data(), sa.size()));
-  rp::cpu::forward_tof_sino<T>(x, indexed, tof, rp::span<T>(sb.data(), sb.size()));
+  rp::cpu::forward(rp::op::tof_sinogram{tof}, x, explicit_lors,
+                   rp::span<T>(sa.data(), sa.size()));
+  rp::cpu::forward(rp::op::tof_sinogram{tof}, x, indexed,
+                   rp::span<T>(sb.data(), sb.size()));
   EXPECT_EQ(sa, sb);
   std::vector<std::int16_t> bins(n);
   for (std::size_t i = 0; i < n; ++i)
     bins[i] = std::int16_t(i % 9);
   const rp::span<const std::int16_t> bin_span(bins.data(), n);
-  rp::cpu::forward_tof_lm<T>(x, explicit_lors, bin_span, tof, rp::span<T>(a.data(), n));
-  rp::cpu::forward_tof_lm<T>(x, indexed, bin_span, tof, rp::span<T>(b.data(), n));
+  rp::cpu::forward(rp::op::tof_listmode{tof, bin_span}, x, explicit_lors,
+                   rp::span<T>(a.data(), n));
+  rp::cpu::forward(rp::op::tof_listmode{tof, bin_span}, x, indexed,
+                   rp::span<T>(b.data(), n));
   EXPECT_EQ(a, b);
   std::fill(bp_a.begin(), bp_a.end(), T(0));
   std::fill(bp_b.begin(), bp_b.end(), T(0));
-  rp::cpu::back_tof_lm<T>(rp::image_view<T>(bp_a.data(), g), explicit_lors, bin_span, tof,
-                          rp::span<const T>(a.data(), n), serial);
-  rp::cpu::back_tof_lm<T>(rp::image_view<T>(bp_b.data(), g), indexed, bin_span, tof,
-                          rp::span<const T>(a.data(), n), serial);
+  rp::cpu::back(rp::op::tof_listmode{tof, bin_span}, rp::image_view<T>(bp_a.data(), g),
+                explicit_lors, rp::span<const T>(a.data(), n), serial);
+  rp::cpu::back(rp::op::tof_listmode{tof, bin_span}, rp::image_view<T>(bp_b.data(), g),
+                indexed, rp::span<const T>(a.data(), n), serial);
   EXPECT_EQ(bp_a, bp_b);
+}
+
+// Packed list-mode records are a LOR source too (the bins of a CPU call come
+// from the operation), and a declared layout never changes a value.
+TYPED_TEST(DetectorPairs, RecordsAndLayoutsGiveTheSameValues) {
+  using T = TypeParam;
+  const auto g = rp::image_geometry::centred({20, 24, 10}, {2.0, 2.0, 3.0});
+  const rt::detector_lor_set<T> set(3000, 45.0, 28.0, 8);
+  const std::size_t n = set.size();
+  const rp::detector_pairs<T> indexed(set.detectors.data(), set.num_detectors(),
+                                      set.pairs.data(), n);
+  std::vector<std::int16_t> bins(n);
+  for (std::size_t i = 0; i < n; ++i)
+    bins[i] = std::int16_t(i % 9);
+  const rp::span<const std::int16_t> bin_span(bins.data(), n);
+  const auto events = rp::scanner::pack_events(
+      rp::span<const std::int32_t>(set.pairs.data(), set.pairs.size()), bin_span);
+  const rp::scanner::listmode_records<T> records(set.detectors.data(),
+                                                 set.num_detectors(), events.data(), n);
+  const rp::lor_view<const T> explicit_lors(set.starts.data(), set.ends.data(), n);
+  const auto image = ramp<T>(std::size_t(g.num_voxels()), 0.173);
+  const rp::image_view<const T> x(image.data(), g);
+  rp::tof_params<T> tof;
+  tof.bin_width = T(8);
+  tof.num_bins = 9;
+  tof.sigma = T(6);
+  tof.num_sigmas = T(3);
+  const rp::cpu::options serial{rp::cpu::back_accumulation::atomic, 1};
+
+  // Every operation over the records equals the same over detector pairs.
+  std::vector<T> a(n * 9), b(n * 9);
+  rp::cpu::forward(rp::op::non_tof{}, x, indexed, rp::span<T>(a.data(), n));
+  rp::cpu::forward(rp::op::non_tof{}, x, records, rp::span<T>(b.data(), n));
+  EXPECT_EQ(a, b);
+  rp::cpu::forward(rp::op::tof_sinogram{tof}, x, indexed, rp::span<T>(a.data(), n * 9));
+  rp::cpu::forward(rp::op::tof_sinogram{tof}, x, records, rp::span<T>(b.data(), n * 9));
+  EXPECT_EQ(a, b);
+  const rp::op::tof_listmode lm{tof, bin_span};
+  rp::cpu::forward(lm, x, indexed, rp::span<T>(a.data(), n));
+  rp::cpu::forward(lm, x, records, rp::span<T>(b.data(), n));
+  EXPECT_EQ(a, b);
+  std::vector<T> bp_a(image.size(), T(0)), bp_b(image.size(), T(0));
+  rp::cpu::back(lm, rp::image_view<T>(bp_a.data(), g), indexed,
+                rp::span<const T>(a.data(), n), serial);
+  rp::cpu::back(lm, rp::image_view<T>(bp_b.data(), g), records,
+                rp::span<const T>(a.data(), n), serial);
+  EXPECT_EQ(bp_a, bp_b);
+
+  // A layout is a speed hint only: the CPU gives the same values with any.
+  const rp::lor_layout layouts[] = {rp::lor_layout::sinogram(10, 30),
+                                    rp::lor_layout::sorted_events()};
+  std::vector<T> plain(n * 9), laid(n * 9);
+  for (const auto &layout : layouts) {
+    rp::cpu::forward(rp::op::tof_sinogram{tof}, x, explicit_lors,
+                     rp::span<T>(plain.data(), n * 9));
+    rp::cpu::forward(rp::op::tof_sinogram{tof}, x, explicit_lors.with_layout(layout),
+                     rp::span<T>(laid.data(), n * 9));
+    EXPECT_EQ(plain, laid);
+    rp::cpu::forward(lm, x, indexed, rp::span<T>(plain.data(), n));
+    rp::cpu::forward(lm, x, indexed.with_layout(layout), rp::span<T>(laid.data(), n));
+    rp::cpu::forward(lm, x, records.with_layout(layout), rp::span<T>(b.data(), n));
+    EXPECT_TRUE(
+        std::equal(plain.begin(), plain.begin() + std::ptrdiff_t(n), laid.begin()));
+    EXPECT_TRUE(std::equal(plain.begin(), plain.begin() + std::ptrdiff_t(n), b.begin()));
+    std::fill(bp_b.begin(), bp_b.end(), T(0));
+    rp::cpu::back(lm, rp::image_view<T>(bp_b.data(), g), indexed.with_layout(layout),
+                  rp::span<const T>(a.data(), n), serial);
+    EXPECT_EQ(bp_a, bp_b);
+  }
+
+  // Missing table or records are named.
+  std::vector<T> out(2, T(-1));
+  auto argument_of = [&](const rp::scanner::listmode_records<T> &l) -> std::string {
+    try {
+      rp::cpu::forward(rp::op::non_tof{}, x, l, rp::span<T>(out.data(), 2));
+    } catch (const rp::invalid_argument &e) {
+      return e.argument();
+    }
+    return "";
+  };
+  EXPECT_EQ(argument_of(rp::scanner::listmode_records<T>(nullptr, 0, events.data(), 2)),
+            "lors.detectors");
+  EXPECT_EQ(argument_of(rp::scanner::listmode_records<T>(
+                set.detectors.data(), set.num_detectors(), nullptr, 2)),
+            "lors.events");
+  EXPECT_EQ(out, std::vector<T>(2, T(-1)));
 }
 
 TEST(DetectorPairs, RejectsMissingTableOrPairs) {
@@ -80,15 +175,17 @@ TEST(DetectorPairs, RejectsMissingTableOrPairs) {
   const std::int32_t pairs[4] = {0, 1, 1, 0};
   const rp::image_view<const float> x(image.data(), g);
   try {
-    rp::cpu::forward<float>(x, rp::detector_pairs<float>(nullptr, 0, pairs, 2),
-                            rp::span<float>(out.data(), 2));
+    rp::cpu::forward(rp::op::non_tof{}, x,
+                     rp::detector_pairs<float>(nullptr, 0, pairs, 2),
+                     rp::span<float>(out.data(), 2));
     ADD_FAILURE() << "no exception";
   } catch (const rp::invalid_argument &e) {
     EXPECT_EQ(e.argument(), "lors.detectors");
   }
   try {
-    rp::cpu::forward<float>(x, rp::detector_pairs<float>(detectors.data(), 2, nullptr, 2),
-                            rp::span<float>(out.data(), 2));
+    rp::cpu::forward(rp::op::non_tof{}, x,
+                     rp::detector_pairs<float>(detectors.data(), 2, nullptr, 2),
+                     rp::span<float>(out.data(), 2));
     ADD_FAILURE() << "no exception";
   } catch (const rp::invalid_argument &e) {
     EXPECT_EQ(e.argument(), "lors.pairs");
@@ -122,21 +219,23 @@ TEST(SinogramSource, SameValuesAsEndPoints) {
   const rp::image_view<const float> x(image.data(), g);
   const std::size_t n = source.count;
   std::vector<float> a(n), b(n);
-  rp::cpu::forward<float>(x, rp::lor_view<const float>(starts.data(), ends.data(), n),
-                          rp::span<float>(a.data(), n));
-  rp::cpu::forward<float>(x, source, rp::span<float>(b.data(), n));
+  rp::cpu::forward(rp::op::non_tof{}, x,
+                   rp::lor_view<const float>(starts.data(), ends.data(), n),
+                   rp::span<float>(a.data(), n));
+  rp::cpu::forward(rp::op::non_tof{}, x, source, rp::span<float>(b.data(), n));
   EXPECT_EQ(a, b);
   // A subview is the same slice of the values.
   std::vector<float> c(100);
-  rp::cpu::forward<float>(x, source.subview(n - 100, 100),
-                          rp::span<float>(c.data(), 100));
+  rp::cpu::forward(rp::op::non_tof{}, x, source.subview(n - 100, 100),
+                   rp::span<float>(c.data(), 100));
   EXPECT_TRUE(std::equal(c.begin(), c.end(), a.end() - 100));
   // Too many LORs for the subset are rejected.
   auto bad = source;
   bad.count += 1;
   std::vector<float> d(n + 1);
-  EXPECT_THROW(rp::cpu::forward<float>(x, bad, rp::span<float>(d.data(), n + 1)),
-               rp::invalid_argument);
+  EXPECT_THROW(
+      rp::cpu::forward(rp::op::non_tof{}, x, bad, rp::span<float>(d.data(), n + 1)),
+      rp::invalid_argument);
 }
 
 } // namespace

@@ -90,8 +90,8 @@ template <class T> void check_against_reference(lor_kind kind) {
         rt::random_values<T>(std::size_t(g.num_voxels()), seed + 7, 0.5, 1.5);
 
     std::vector<T> out(lors.size(), T(-1));
-    resproj::cpu::forward<T>(rt::cimage_of(image, g), rt::view_of(lors),
-                             rt::span_of(out));
+    resproj::cpu::forward(resproj::op::non_tof{}, rt::cimage_of(image, g),
+                          rt::view_of(lors), rt::span_of(out));
     const auto ref = rt::ref::forward(g, image.data(), lors);
     const auto cmp = rt::compare_lors(out, ref);
     EXPECT_TRUE(rt::within_bounds(cmp, rt::bounds<T>::norm))
@@ -103,7 +103,8 @@ template <class T> void check_against_reference(lor_kind kind) {
     for (std::size_t i : cmp.flipped)
       values[i] = T(0);
     std::vector<T> back(std::size_t(g.num_voxels()), T(0));
-    resproj::cpu::back<T>(rt::image_of(back, g), rt::view_of(lors), rt::cspan_of(values));
+    resproj::cpu::back(resproj::op::non_tof{}, rt::image_of(back, g), rt::view_of(lors),
+                       rt::cspan_of(values));
     const auto ref_back = rt::ref::back(g, lors, values.data());
     EXPECT_LT(rt::rel_norm_diff(back, ref_back), rt::bounds<T>::norm);
   }
@@ -131,7 +132,8 @@ TYPED_TEST(ReferenceTest, AllPairsOfASmallScanner) {
   const auto lors = rt::scanner_lors<T>(g, p); // 18336 LORs
   const auto image = rt::random_values<T>(std::size_t(g.num_voxels()), 5, 0.5, 1.5);
   std::vector<T> out(lors.size());
-  resproj::cpu::forward<T>(rt::cimage_of(image, g), rt::view_of(lors), rt::span_of(out));
+  resproj::cpu::forward(resproj::op::non_tof{}, rt::cimage_of(image, g),
+                        rt::view_of(lors), rt::span_of(out));
   const auto ref = rt::ref::forward(g, image.data(), lors);
   const auto cmp = rt::compare_lors(out, ref);
   EXPECT_TRUE(rt::within_bounds(cmp, rt::bounds<T>::norm))
@@ -152,8 +154,8 @@ TYPED_TEST(ReferenceTest, DegenerateLorsAgreeExactlyInDecisions) {
     const auto lors = rt::degenerate_lors<T>(g);
     const auto image = rt::random_values<T>(std::size_t(g.num_voxels()), 99, 0.5, 1.5);
     std::vector<T> out(lors.size(), T(-1));
-    resproj::cpu::forward<T>(rt::cimage_of(image, g), rt::view_of(lors),
-                             rt::span_of(out));
+    resproj::cpu::forward(resproj::op::non_tof{}, rt::cimage_of(image, g),
+                          rt::view_of(lors), rt::span_of(out));
     const auto ref = rt::ref::forward(g, image.data(), lors);
     for (std::size_t i = 0; i < lors.size(); ++i) {
       const auto a = lors.start(i), b = lors.end(i);

@@ -1,8 +1,9 @@
-// CPU TOF projectors (cpu/tof_projector.hpp), float and double, against
-// spec/projection.md "TOF": sum over bins == non-TOF, list-mode ==
-// sinogram, start/end swap symmetry, a point source, adjointness, the
-// independent float64 reference (tests/common/tof_reference.hpp), per-LOR
-// sigma/offset arrays, windows wider than 64 bins and argument checks.
+// CPU TOF projections (cpu::forward / cpu::back with op::tof_sinogram and
+// op::tof_listmode), float and double, against spec/projection.md "TOF":
+// sum over bins == non-TOF, list-mode == sinogram, start/end swap symmetry,
+// a point source, adjointness, the independent float64 reference
+// (tests/common/tof_reference.hpp), per-LOR sigma/offset arrays, windows
+// wider than 64 bins and argument checks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,12 +23,13 @@
 #include "common/reference.hpp"
 #include "common/tof_reference.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/operations.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/cpu/projector.hpp"
-#include "resproj/cpu/tof_projector.hpp"
 
 namespace rt = resproj_test;
 namespace cpu = resproj::cpu;
+namespace op = resproj::op;
 
 namespace {
 
@@ -103,8 +105,8 @@ template <class T>
 std::vector<T> sino(const rt::grid &g, const std::vector<T> &img,
                     const rt::lor_set<T> &lors, const resproj::tof_params<T> &tof) {
   std::vector<T> out(lors.size() * std::size_t(tof.num_bins), T(-1));
-  cpu::forward_tof_sino<T>(rt::cimage_of(img, g), rt::view_of(lors), tof,
-                           rt::span_of(out));
+  cpu::forward(op::tof_sinogram{tof}, rt::cimage_of(img, g), rt::view_of(lors),
+               rt::span_of(out));
   return out;
 }
 
@@ -113,8 +115,8 @@ std::vector<T> lm(const rt::grid &g, const std::vector<T> &img,
                   const rt::lor_set<T> &lors, const std::vector<std::int16_t> &bins,
                   const resproj::tof_params<T> &tof) {
   std::vector<T> out(lors.size(), T(-1));
-  cpu::forward_tof_lm<T>(rt::cimage_of(img, g), rt::view_of(lors), rt::cspan_of(bins),
-                         tof, rt::span_of(out));
+  cpu::forward(op::tof_listmode{tof, rt::cspan_of(bins)}, rt::cimage_of(img, g),
+               rt::view_of(lors), rt::span_of(out));
   return out;
 }
 
@@ -137,7 +139,8 @@ TYPED_TEST(CpuTof, SumOverBinsIsNonTof) {
   const auto lors = rt::outside_lors<T>(kGrid, 3000, 21);
   const auto img = rt::random_values<T>(std::size_t(kGrid.num_voxels()), 22, 0.5, 1.5);
   std::vector<T> nontof(lors.size());
-  cpu::forward<T>(rt::cimage_of(img, kGrid), rt::view_of(lors), rt::span_of(nontof));
+  cpu::forward(op::non_tof{}, rt::cimage_of(img, kGrid), rt::view_of(lors),
+               rt::span_of(nontof));
 
   rt::ref::tof_setup s;
   s.bin_width = 6;
@@ -354,10 +357,10 @@ TYPED_TEST(CpuTof, Adjointness) {
   std::vector<T> first_sino, first_lm;
   for (const auto &opt : opts) {
     std::vector<T> aty(x.size(), T(0)), aty_lm(x.size(), T(0));
-    cpu::back_tof_sino<T>(rt::image_of(aty, kGrid), rt::view_of(lors), tof,
-                          rt::cspan_of(y), opt);
-    cpu::back_tof_lm<T>(rt::image_of(aty_lm, kGrid), rt::view_of(lors),
-                        rt::cspan_of(bins), tof, rt::cspan_of(y_lm), opt);
+    cpu::back(op::tof_sinogram{tof}, rt::image_of(aty, kGrid), rt::view_of(lors),
+              rt::cspan_of(y), opt);
+    cpu::back(op::tof_listmode{tof, rt::cspan_of(bins)}, rt::image_of(aty_lm, kGrid),
+              rt::view_of(lors), rt::cspan_of(y_lm), opt);
     EXPECT_LT(rt::adjoint_mismatch(rt::dot(ax, y), rt::dot(x, aty)), tol);
     EXPECT_LT(rt::adjoint_mismatch(rt::dot(ax_lm, y_lm), rt::dot(x, aty_lm)), tol);
     if (first_sino.empty()) {
@@ -401,8 +404,8 @@ TYPED_TEST(CpuTof, AgainstReference) {
     std::fill(y.begin() + std::ptrdiff_t(i * N), y.begin() + std::ptrdiff_t((i + 1) * N),
               T(0));
   std::vector<T> back(img.size(), T(0));
-  cpu::back_tof_sino<T>(rt::image_of(back, kGrid), rt::view_of(lors), tof,
-                        rt::cspan_of(y));
+  cpu::back(op::tof_sinogram{tof}, rt::image_of(back, kGrid), rt::view_of(lors),
+            rt::cspan_of(y));
   const auto ref_back = rt::ref::back_tof_sino(kGrid, lors, y.data(), rs);
   EXPECT_LT(rt::rel_norm_diff(back, ref_back), bound) << "sinogram back";
 
@@ -419,8 +422,8 @@ TYPED_TEST(CpuTof, AgainstReference) {
   for (const std::size_t i : cmp_lm.flipped)
     y_lm[i] = T(0);
   std::vector<T> back_lm(img.size(), T(0));
-  cpu::back_tof_lm<T>(rt::image_of(back_lm, kGrid), rt::view_of(lors), rt::cspan_of(bins),
-                      tof, rt::cspan_of(y_lm));
+  cpu::back(op::tof_listmode{tof, rt::cspan_of(bins)}, rt::image_of(back_lm, kGrid),
+            rt::view_of(lors), rt::cspan_of(y_lm));
   const auto ref_back_lm =
       rt::ref::back_tof_lm(kGrid, lors, bins.data(), y_lm.data(), rs);
   EXPECT_LT(rt::rel_norm_diff(back_lm, ref_back_lm), bound) << "list-mode back";
@@ -486,7 +489,8 @@ TYPED_TEST(CpuTof, WideWindows) {
   const std::size_t N = std::size_t(s.num_bins);
   const auto out = sino(g, img, lors, tof);
   std::vector<T> nontof(lors.size());
-  cpu::forward<T>(rt::cimage_of(img, g), rt::view_of(lors), rt::span_of(nontof));
+  cpu::forward(op::non_tof{}, rt::cimage_of(img, g), rt::view_of(lors),
+               rt::span_of(nontof));
   for (std::size_t i = 0; i < lors.size(); ++i) {
     double sum = 0;
     std::size_t bins_hit = 0;
@@ -564,29 +568,29 @@ TYPED_TEST(CpuTof, BadArgumentsThrow) {
     expect_throw(
         c.name,
         [&] {
-          cpu::forward_tof_sino<T>(rt::cimage_of(img, kGrid), rt::view_of(lors), c.tof,
-                                   rt::span_of(out));
+          cpu::forward(op::tof_sinogram{c.tof}, rt::cimage_of(img, kGrid),
+                       rt::view_of(lors), rt::span_of(out));
         },
         out, out_before);
     expect_throw(
         c.name,
         [&] {
-          cpu::forward_tof_lm<T>(rt::cimage_of(img, kGrid), rt::view_of(lors),
-                                 rt::cspan_of(bins), c.tof, rt::span_of(out));
+          cpu::forward(op::tof_listmode{c.tof, rt::cspan_of(bins)},
+                       rt::cimage_of(img, kGrid), rt::view_of(lors), rt::span_of(out));
         },
         out, out_before);
     expect_throw(
         c.name,
         [&] {
-          cpu::back_tof_sino<T>(rt::image_of(img, kGrid), rt::view_of(lors), c.tof,
-                                rt::cspan_of(values));
+          cpu::back(op::tof_sinogram{c.tof}, rt::image_of(img, kGrid), rt::view_of(lors),
+                    rt::cspan_of(values));
         },
         img, img_before);
     expect_throw(
         c.name,
         [&] {
-          cpu::back_tof_lm<T>(rt::image_of(img, kGrid), rt::view_of(lors),
-                              rt::cspan_of(bins), c.tof, rt::cspan_of(values));
+          cpu::back(op::tof_listmode{c.tof, rt::cspan_of(bins)}, rt::image_of(img, kGrid),
+                    rt::view_of(lors), rt::cspan_of(values));
         },
         img, img_before);
   }
@@ -596,8 +600,8 @@ TYPED_TEST(CpuTof, BadArgumentsThrow) {
   expect_throw(
       "out",
       [&] {
-        cpu::forward_tof_sino<T>(rt::cimage_of(img, kGrid), rt::view_of(lors), good,
-                                 rt::span_of(small));
+        cpu::forward(op::tof_sinogram{good}, rt::cimage_of(img, kGrid), rt::view_of(lors),
+                     rt::span_of(small));
       },
       small, small_before);
   std::vector<T> lm_out(n, sentinel), lm_small(n - 1, sentinel);
@@ -605,38 +609,37 @@ TYPED_TEST(CpuTof, BadArgumentsThrow) {
   expect_throw(
       "out",
       [&] {
-        cpu::forward_tof_lm<T>(rt::cimage_of(img, kGrid), rt::view_of(lors),
-                               rt::cspan_of(bins), good, rt::span_of(lm_small));
+        cpu::forward(op::tof_listmode{good, rt::cspan_of(bins)},
+                     rt::cimage_of(img, kGrid), rt::view_of(lors), rt::span_of(lm_small));
       },
       lm_small, lm_small_before);
   expect_throw(
       "bins",
       [&] {
-        cpu::forward_tof_lm<T>(rt::cimage_of(img, kGrid), rt::view_of(lors),
-                               rt::cspan_of(short_bins), good, rt::span_of(lm_out));
+        cpu::forward(op::tof_listmode{good, rt::cspan_of(short_bins)},
+                     rt::cimage_of(img, kGrid), rt::view_of(lors), rt::span_of(lm_out));
       },
       lm_out, lm_before);
   expect_throw(
       "bins",
       [&] {
-        cpu::back_tof_lm<T>(rt::image_of(img, kGrid), rt::view_of(lors),
-                            rt::cspan_of(short_bins), good, rt::cspan_of(values));
+        cpu::back(op::tof_listmode{good, rt::cspan_of(short_bins)},
+                  rt::image_of(img, kGrid), rt::view_of(lors), rt::cspan_of(values));
       },
       img, img_before);
   const std::vector<T> few(n * 7 - 1, T(1));
   expect_throw(
       "values",
       [&] {
-        cpu::back_tof_sino<T>(rt::image_of(img, kGrid), rt::view_of(lors), good,
-                              rt::cspan_of(few));
+        cpu::back(op::tof_sinogram{good}, rt::image_of(img, kGrid), rt::view_of(lors),
+                  rt::cspan_of(few));
       },
       img, img_before);
   expect_throw(
       "values",
       [&] {
-        cpu::back_tof_lm<T>(rt::image_of(img, kGrid), rt::view_of(lors),
-                            rt::cspan_of(bins), good,
-                            rt::cspan_of(std::vector<T>(n - 1, T(1))));
+        cpu::back(op::tof_listmode{good, rt::cspan_of(bins)}, rt::image_of(img, kGrid),
+                  rt::view_of(lors), rt::cspan_of(std::vector<T>(n - 1, T(1))));
       },
       img, img_before);
   auto huge = good;
@@ -644,21 +647,21 @@ TYPED_TEST(CpuTof, BadArgumentsThrow) {
   expect_throw(
       "tof.num_bins",
       [&] {
-        cpu::forward_tof_lm<T>(rt::cimage_of(img, kGrid), rt::view_of(lors),
-                               rt::cspan_of(bins), huge, rt::span_of(lm_out));
+        cpu::forward(op::tof_listmode{huge, rt::cspan_of(bins)},
+                     rt::cimage_of(img, kGrid), rt::view_of(lors), rt::span_of(lm_out));
       },
       lm_out, lm_before);
   expect_throw(
       "tof.num_bins",
       [&] {
-        cpu::back_tof_lm<T>(rt::image_of(img, kGrid), rt::view_of(lors),
-                            rt::cspan_of(bins), huge, rt::cspan_of(values));
+        cpu::back(op::tof_listmode{huge, rt::cspan_of(bins)}, rt::image_of(img, kGrid),
+                  rt::view_of(lors), rt::cspan_of(values));
       },
       img, img_before);
   // An empty call with no arrays is fine.
-  EXPECT_NO_THROW(cpu::forward_tof_sino<T>(
-      rt::cimage_of(img, kGrid), resproj::lor_view<const T>(nullptr, nullptr, 0), good,
-      resproj::span<T>()));
+  EXPECT_NO_THROW(cpu::forward(op::tof_sinogram{good}, rt::cimage_of(img, kGrid),
+                               resproj::lor_view<const T>(nullptr, nullptr, 0),
+                               resproj::span<T>()));
 }
 
 } // namespace

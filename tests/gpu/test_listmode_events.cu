@@ -1,7 +1,7 @@
 // Device-side list-mode records: GPU validation (count and first offending
-// index) agrees with the host rule, conversions round trip, and the
-// host-streamed detector-pair / packed-event projections equal the
-// resident and explicit ones.
+// index) agrees with the host rule, conversions round trip, and bad
+// arguments are rejected by name. (Projections of records streamed from
+// the host: test_streamer_sources.cu.)
 #include <gtest/gtest.h>
 
 #include <cstdint>

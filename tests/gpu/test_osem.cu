@@ -44,9 +44,8 @@ TEST(GpuOsem, TofListmodeMatchesCpu) {
   ex::listmode_corrections(p.sc, p.corr, tof, lm);
   ex::group_by_subset(lm, 5);
   std::vector<float> sens(p.x_true.size(), 0.f);
-  resproj::cpu::back<float>(
-      {sens.data(), p.sc.image}, p.sc.source(0),
-      resproj::span<const float>(p.model.m.data(), p.model.m.size()));
+  resproj::cpu::back(resproj::op::non_tof{}, {sens.data(), p.sc.image}, p.sc.source(0),
+                     resproj::span<const float>(p.model.m.data(), p.model.m.size()));
   ex::cpu_listmode_backend cb(p.sc, lm, tof, sens, p.ones());
   ex::osem(cb, 2);
 
@@ -93,8 +92,11 @@ TEST(GpuOsem, TofListmodeMatchesCpu) {
       ASSERT_TRUE(c) << "not a permutation of subset " << k;
   }
 
+  // The reordered events declare their order: the projections pick the
+  // kernels for sorted events themselves.
   ex::gpu_listmode_backend gb(p.sc, lm.offset, det, pairs, bins, m, a, tof, dsens,
-                              p.ones(), s);
+                              p.ones(), s, resproj::lor_layout::sorted_events());
+  EXPECT_EQ(gb.lors(0).layout, resproj::lor_layout::sorted_events());
   ex::osem(gb, 2);
   EXPECT_LT(resproj_test_gpu::relative_error(gb.image(), cb.x, 16), 1e-4);
 }
@@ -132,6 +134,7 @@ TEST(GpuOsem, ListmodeFileLoaderMatchesCpu) {
   ex::phase_table phases;
   const ex::gpu_listmode_problem prob(p.sc, ds, io, path, p.corr, tof, s, &phases);
   ASSERT_EQ(prob.offset, lm.offset);
+  EXPECT_EQ(prob.events_layout, resproj::lor_layout::sorted_events()); // reordered
   // Grouping as on the host: the events of each subset are the same
   // multiset (the GPU reorders within a subset; compare sorted pair keys).
   std::vector<std::int32_t> hp(prob.pairs.size());

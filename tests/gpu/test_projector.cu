@@ -1,5 +1,6 @@
-// GPU non-TOF projector: agreement with the CPU backend, adjointness,
-// graph capture, no allocation across calls, argument checking, streaming.
+// GPU non-TOF projector: agreement with the CPU backend (the library's
+// choice and forced kernel variants), adjointness, graph capture, no
+// allocation across calls, argument checking, streaming.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +21,20 @@ using resproj_test_gpu::dot;
 using resproj_test_gpu::random_lors;
 using resproj_test_gpu::random_values;
 using resproj_test_gpu::relative_error;
+
+/// Forward projection with a forced kernel variant (no argument checks).
+template <class T, class Lors>
+void forward_variant(const gpu::kernel_choice &c, gpu::device_image_view<const T> image,
+                     const Lors &lors, rp::span<T> out, gpu::stream_ref s) {
+  gpu::detail::run_forward(rp::op::non_tof{}, image, lors.normalized(), out, c, s);
+}
+
+/// Back projection with a forced kernel variant (no argument checks).
+template <class T, class Lors>
+void back_variant(const gpu::kernel_choice &c, gpu::device_image_view<T> image,
+                  const Lors &lors, rp::span<const T> values, gpu::stream_ref s) {
+  gpu::detail::run_back(rp::op::non_tof{}, image, lors.normalized(), values, c, s);
+}
 
 /// LORs between detectors of a small cylindrical scanner around the image.
 template <class T>
@@ -75,12 +90,12 @@ void compare_with_cpu(const rp::image_geometry &g, const std::vector<T> &starts,
   const auto values = random_values<T>(n, seed + 1);
 
   std::vector<T> cpu_fwd(n), cpu_back(image.size(), T(0));
-  rp::cpu::forward<T>(rp::image_view<const T>(image.data(), g),
-                      rp::lor_view<const T>(starts.data(), ends.data(), n),
-                      rp::span<T>(cpu_fwd.data(), n));
-  rp::cpu::back<T>(rp::image_view<T>(cpu_back.data(), g),
+  rp::cpu::forward(rp::op::non_tof{}, rp::image_view<const T>(image.data(), g),
                    rp::lor_view<const T>(starts.data(), ends.data(), n),
-                   rp::span<const T>(values.data(), n));
+                   rp::span<T>(cpu_fwd.data(), n));
+  rp::cpu::back(rp::op::non_tof{}, rp::image_view<T>(cpu_back.data(), g),
+                rp::lor_view<const T>(starts.data(), ends.data(), n),
+                rp::span<const T>(values.data(), n));
 
   gpu::stream s;
   gpu::device_image<T> d_img(g, s);
@@ -93,14 +108,18 @@ void compare_with_cpu(const rp::image_geometry &g, const std::vector<T> &starts,
   const rp::lor_view<const T> lors(d_starts.data(), d_ends.data(), n);
 
   std::vector<T> gpu_fwd(n), gpu_back(image.size());
+  // 0: the plain call (the library's choice); else forced lanes per LOR.
   static const int groups[] = {0, 1, 4, 32, 2};
   for (int variant = 0; variant < 5; ++variant) {
     const int g_per_lor = groups[variant];
-    gpu::launch_options opt;
-    opt.threads_per_lor = g_per_lor;
-    opt.wide_index = variant == 4; // the 64-bit voxel index path
+    gpu::kernel_choice c;
+    c.threads_per_lor = g_per_lor;
+    c.wide_index = variant == 4; // the 64-bit voxel index path
     d_fwd.fill(T(-1), s);
-    gpu::forward<T>(d_img, lors, d_fwd.span(), opt, s);
+    if (g_per_lor == 0)
+      gpu::forward(rp::op::non_tof{}, d_img, lors, d_fwd.span(), s);
+    else
+      forward_variant<T>(c, d_img, lors, d_fwd.span(), s);
     d_fwd.copy_to_host(rp::span<T>(gpu_fwd.data(), n), s);
     s.synchronize();
     EXPECT_LT(relative_error(gpu_fwd, cpu_fwd, n / 10000), tolerance<T>::value)
@@ -108,7 +127,10 @@ void compare_with_cpu(const rp::image_geometry &g, const std::vector<T> &starts,
 
     gpu::device_image<T> d_bp(g, s);
     d_bp.zero(s);
-    gpu::back<T>(d_bp, lors, d_values.cspan(), opt, s);
+    if (g_per_lor == 0)
+      gpu::back(rp::op::non_tof{}, d_bp, lors, d_values.cspan(), s);
+    else
+      back_variant<T>(c, d_bp, lors, d_values.cspan(), s);
     d_bp.download(rp::span<T>(gpu_back.data(), gpu_back.size()), s);
     s.synchronize();
     // Atomic accumulation order differs from the CPU's: compare norms.
@@ -156,8 +178,8 @@ TYPED_TEST(gpu_projector, adjoint) {
     auto d_y = gpu::make_device_buffer(rp::span<const T>(y.data(), n), s);
     gpu::device_buffer<T> d_ax(n, s);
     const rp::lor_view<const T> lors(d_s.data(), d_e.data(), n);
-    gpu::forward<T>(d_x, lors, d_ax.span(), s);
-    gpu::back<T>(d_bp, lors, d_y.cspan(), s);
+    gpu::forward(rp::op::non_tof{}, d_x, lors, d_ax.span(), s);
+    gpu::back(rp::op::non_tof{}, d_bp, lors, d_y.cspan(), s);
     std::vector<T> ax(n), aty(x.size());
     d_ax.copy_to_host(rp::span<T>(ax.data(), n), s);
     d_bp.download(rp::span<T>(aty.data(), aty.size()), s);
@@ -216,9 +238,10 @@ TEST_F(gpu_test, graph_capture_replays_the_same_result) {
     d_bp.zero(s);
     for (std::size_t first = 0; first < p.n; first += chunk) {
       const std::size_t m = std::min(chunk, p.n - first);
-      gpu::forward<float>(d_img, lors.subview(first, m), d_fwd.span().subspan(first, m),
-                          s);
-      gpu::back<float>(d_bp, lors.subview(first, m), d_v.cspan().subspan(first, m), s);
+      gpu::forward(rp::op::non_tof{}, d_img, lors.subview(first, m),
+                   d_fwd.span().subspan(first, m), s);
+      gpu::back(rp::op::non_tof{}, d_bp, lors.subview(first, m),
+                d_v.cspan().subspan(first, m), s);
     }
   };
   enqueue();
@@ -257,14 +280,14 @@ TEST_F(gpu_test, thousand_calls_allocate_nothing) {
   auto &d_v = r.values;
   gpu::device_buffer<float> d_fwd(p.n, s);
   const rp::lor_view<const float> lors = r.lors;
-  gpu::forward<float>(d_img, lors, d_fwd.span(), s); // warm-up (module load)
+  gpu::forward(rp::op::non_tof{}, d_img, lors, d_fwd.span(), s); // warm-up (module load)
   s.synchronize();
   std::size_t free_before = 0, free_after = 0, total = 0;
   ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
   const auto pool_before = gpu::pool_used_bytes(d_img.device());
   for (int i = 0; i < 500; ++i) {
-    gpu::forward<float>(d_img, lors, d_fwd.span(), s);
-    gpu::back<float>(d_img, lors, d_v.cspan(), s);
+    gpu::forward(rp::op::non_tof{}, d_img, lors, d_fwd.span(), s);
+    gpu::back(rp::op::non_tof{}, d_img, lors, d_v.cspan(), s);
   }
   s.synchronize();
   ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
@@ -292,35 +315,43 @@ TEST_F(gpu_test, rejects_bad_arguments_before_writing) {
     }
   };
   // Host LORs given to the device call.
-  expect_invalid([&] { gpu::forward<float>(d_img, host_lors, d_out.span(), s); },
+  const rp::op::non_tof op{};
+  // Host LORs given to the device call.
+  expect_invalid([&] { gpu::forward(op, d_img, host_lors, d_out.span(), s); },
                  "lors.starts");
   // Host output.
   expect_invalid(
-      [&] { gpu::forward<float>(d_img, lors, rp::span<float>(host_out.data(), p.n), s); },
+      [&] { gpu::forward(op, d_img, lors, rp::span<float>(host_out.data(), p.n), s); },
       "out");
   // Output too small.
   expect_invalid(
-      [&] { gpu::forward<float>(d_img, lors, d_out.span().subspan(0, p.n - 1), s); },
-      "out");
+      [&] { gpu::forward(op, d_img, lors, d_out.span().subspan(0, p.n - 1), s); }, "out");
   // Host image memory behind a device view.
   expect_invalid(
       [&] {
-        gpu::forward<float>(
-            gpu::device_image_view<const float>(p.image.data(), p.g, d_img.device()),
+        gpu::forward(
+            op, gpu::device_image_view<const float>(p.image.data(), p.g, d_img.device()),
             lors, d_out.span(), s);
       },
       "image.data");
   // The legacy default stream.
   expect_invalid(
       [&] {
-        gpu::forward<float>(d_img, lors, d_out.span(), gpu::stream_ref(cudaStreamLegacy));
+        gpu::forward(op, d_img, lors, d_out.span(), gpu::stream_ref(cudaStreamLegacy));
       },
       "stream");
-  // Bad mapping option.
-  gpu::launch_options bad;
+  // Bad overrides.
+  gpu::tuning bad;
   bad.threads_per_lor = 3;
-  expect_invalid([&] { gpu::forward<float>(d_img, lors, d_out.span(), bad, s); },
-                 "options.threads_per_lor");
+  expect_invalid([&] { gpu::forward(op, d_img, lors, d_out.span(), s, bad); },
+                 "tuning.threads_per_lor");
+  bad = {};
+  bad.block_size = 48; // not a multiple of 32
+  expect_invalid([&] { gpu::forward(op, d_img, lors, d_out.span(), s, bad); },
+                 "tuning.block_size");
+  bad.block_size = 512; // above 256
+  expect_invalid([&] { gpu::forward(op, d_img, lors, d_out.span(), s, bad); },
+                 "tuning.block_size");
 
   std::vector<float> check(p.n);
   d_out.copy_to_host(rp::span<float>(check.data(), p.n), s);
@@ -330,10 +361,10 @@ TEST_F(gpu_test, rejects_bad_arguments_before_writing) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 
   // The next valid call works.
-  gpu::forward<float>(d_img, lors, d_out.span(), s);
+  gpu::forward(op, d_img, lors, d_out.span(), s);
   std::vector<float> expected(p.n);
-  rp::cpu::forward<float>(rp::image_view<const float>(p.image.data(), p.g), host_lors,
-                          rp::span<float>(expected.data(), p.n));
+  rp::cpu::forward(op, rp::image_view<const float>(p.image.data(), p.g), host_lors,
+                   rp::span<float>(expected.data(), p.n));
   d_out.copy_to_host(rp::span<float>(check.data(), p.n), s);
   s.synchronize();
   EXPECT_LT(relative_error(check, expected, 0), 1e-5);
@@ -360,7 +391,7 @@ TEST_F(gpu_test, rejects_memory_of_another_device) {
     s1.synchronize();
     const rp::lor_view<const float> lors(d_s->data(), d_e->data(), p.n);
     try {
-      gpu::forward<float>(d_img, lors, d_out.span(), s0);
+      gpu::forward(rp::op::non_tof{}, d_img, lors, d_out.span(), s0);
       ADD_FAILURE() << "no exception";
     } catch (const rp::invalid_argument &e) {
       EXPECT_EQ(e.argument(), "lors.starts");
@@ -383,10 +414,11 @@ TEST_P(gpu_streamer, equals_resident_call) {
   auto &d_v = r.values;
   gpu::device_buffer<float> d_fwd(p.n, s);
   const rp::lor_view<const float> lors = r.lors;
-  gpu::forward<float>(d_img, lors, d_fwd.span(), s);
+  const rp::op::non_tof op{};
+  gpu::forward(op, d_img, lors, d_fwd.span(), s);
   gpu::device_image<float> d_bp(p.g, s);
   d_bp.zero(s);
-  gpu::back<float>(d_bp, lors, d_v.cspan(), s);
+  gpu::back(op, d_bp, lors, d_v.cspan(), s);
   std::vector<float> fwd_ref(p.n), bp_ref(p.image.size());
   d_fwd.copy_to_host(rp::span<float>(fwd_ref.data(), p.n), s);
   d_bp.download(rp::span<float>(bp_ref.data(), bp_ref.size()), s);
@@ -396,10 +428,10 @@ TEST_P(gpu_streamer, equals_resident_call) {
   const rp::lor_view<const float> host_lors(p.starts.data(), p.ends.data(), p.n);
   // Pageable arrays.
   std::vector<float> fwd(p.n, -1.f);
-  streamer.forward(d_img, host_lors, rp::span<float>(fwd.data(), p.n), s);
+  streamer.forward(op, d_img, host_lors, rp::span<float>(fwd.data(), p.n), s);
   EXPECT_LT(relative_error(fwd, fwd_ref, 0), 1e-6);
   d_bp.zero(s);
-  streamer.back(d_bp, host_lors, rp::span<const float>(p.values.data(), p.n), s);
+  streamer.back(op, d_bp, host_lors, rp::span<const float>(p.values.data(), p.n), s);
   std::vector<float> bp(p.image.size());
   d_bp.download(rp::span<float>(bp.data(), bp.size()), s);
   s.synchronize();
@@ -409,7 +441,7 @@ TEST_P(gpu_streamer, equals_resident_call) {
   gpu::pinned_buffer<float> ps(p.starts.size()), pe(p.ends.size()), pout(p.n);
   std::copy(p.starts.begin(), p.starts.end(), ps.data());
   std::copy(p.ends.begin(), p.ends.end(), pe.data());
-  streamer.forward(d_img, rp::lor_view<const float>(ps.data(), pe.data(), p.n),
+  streamer.forward(op, d_img, rp::lor_view<const float>(ps.data(), pe.data(), p.n),
                    pout.span(), s);
   EXPECT_LT(
       relative_error(std::vector<float>(pout.data(), pout.data() + p.n), fwd_ref, 0),
@@ -430,7 +462,8 @@ TEST_F(gpu_test, streamer_rejects_device_arrays) {
   gpu::lor_streamer<float> streamer(64);
   std::vector<float> out(p.n);
   try {
-    streamer.forward(d_img, rp::lor_view<const float>(d_s.data(), p.ends.data(), p.n),
+    streamer.forward(rp::op::non_tof{}, d_img,
+                     rp::lor_view<const float>(d_s.data(), p.ends.data(), p.n),
                      rp::span<float>(out.data(), p.n), s);
     ADD_FAILURE() << "no exception";
   } catch (const rp::invalid_argument &e) {
@@ -441,6 +474,8 @@ TEST_F(gpu_test, streamer_rejects_device_arrays) {
 } // namespace
 
 namespace {
+// Lanes along rows (neighbouring sinogram planes) change only which thread
+// takes which LOR: with the same lanes per LOR the values are identical.
 TEST_F(gpu_test, row_order_gives_the_same_values) {
   small_problem p(6000); // 6000 = 40 rows x 150 columns
   resident_problem r(p);
@@ -450,16 +485,16 @@ TEST_F(gpu_test, row_order_gives_the_same_values) {
   gpu::device_image<float> d_bp(p.g, s), d_bp_rows(p.g, s);
   gpu::device_buffer<float> d_a(p.n, s), d_b(p.n, s);
   const rp::lor_view<const float> lors = r.lors;
-  gpu::launch_options plain, rows;
+  gpu::kernel_choice plain, rows;
   plain.threads_per_lor = rows.threads_per_lor = 4;
   rows.rows = 40;
   d_b.fill(-1.f, s);
   d_bp.zero(s);
   d_bp_rows.zero(s);
-  gpu::forward<float>(d_img, lors, d_a.span(), plain, s);
-  gpu::forward<float>(d_img, lors, d_b.span(), rows, s);
-  gpu::back<float>(d_bp, lors, d_v.cspan(), plain, s);
-  gpu::back<float>(d_bp_rows, lors, d_v.cspan(), rows, s);
+  forward_variant<float>(plain, d_img, lors, d_a.span(), s);
+  forward_variant<float>(rows, d_img, lors, d_b.span(), s);
+  back_variant<float>(plain, d_bp, lors, d_v.cspan(), s);
+  back_variant<float>(rows, d_bp_rows, lors, d_v.cspan(), s);
   std::vector<float> a(p.n), b(p.n), ba(p.image.size()), bb(p.image.size());
   d_a.copy_to_host(rp::span<float>(a.data(), p.n), s);
   d_b.copy_to_host(rp::span<float>(b.data(), p.n), s);
@@ -468,8 +503,18 @@ TEST_F(gpu_test, row_order_gives_the_same_values) {
   s.synchronize();
   EXPECT_EQ(a, b);
   EXPECT_LT(relative_error(bb, ba, 0), 1e-6);
-  rows.rows = 7; // does not divide 6000
-  EXPECT_THROW(gpu::forward<float>(d_img, lors, d_b.span(), rows, s),
-               rp::invalid_argument);
+
+  // The same through the plain call: LORs declared as a sinogram of 40
+  // planes of 150 bins take the row mapping; with the lanes per LOR fixed
+  // the values equal those of the undeclared (memory-order) call.
+  const auto as_sinogram = lors.with_layout(rp::lor_layout::sinogram(10, 15));
+  ASSERT_EQ(as_sinogram.layout.planes_in(p.n), 40u);
+  gpu::tuning four;
+  four.threads_per_lor = 4;
+  d_b.fill(-1.f, s);
+  gpu::forward(rp::op::non_tof{}, d_img, as_sinogram, d_b.span(), s, four);
+  d_b.copy_to_host(rp::span<float>(b.data(), p.n), s);
+  s.synchronize();
+  EXPECT_EQ(b, a);
 }
 } // namespace

@@ -1,7 +1,9 @@
 // GPU projectors over detector-indexed LORs (a resident detector table and
-// index pairs) give the values of the same LORs as explicit end points.
+// index pairs) and sinogram sources give the values of the same LORs as
+// explicit end points; a declared layout changes no value.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -38,15 +40,16 @@ TEST_F(gpu_test, detector_pairs_equal_end_points) {
   const rp::detector_pairs<float> indexed(d_det.data(), set.num_detectors(),
                                           d_pairs.data(), n);
 
+  const rp::op::non_tof non_tof{};
   gpu::device_buffer<float> a(n, s), b(n, s);
-  gpu::forward<float>(d_img, explicit_lors, a.span(), s);
-  gpu::forward<float>(d_img, indexed, b.span(), s);
+  gpu::forward(non_tof, d_img, explicit_lors, a.span(), s);
+  gpu::forward(non_tof, d_img, indexed, b.span(), s);
   EXPECT_EQ(download(a, s), download(b, s));
 
   d_bp_a.zero(s);
   d_bp_b.zero(s);
-  gpu::back<float>(d_bp_a, explicit_lors, a.cspan(), s);
-  gpu::back<float>(d_bp_b, indexed, a.cspan(), s);
+  gpu::back(non_tof, d_bp_a, explicit_lors, a.cspan(), s);
+  gpu::back(non_tof, d_bp_b, indexed, a.cspan(), s);
   std::vector<float> bp_a(image.size()), bp_b(image.size());
   d_bp_a.download(rp::span<float>(bp_a.data(), bp_a.size()), s);
   d_bp_b.download(rp::span<float>(bp_b.data(), bp_b.size()), s);
@@ -64,26 +67,26 @@ TEST_F(gpu_test, detector_pairs_equal_end_points) {
   tof.sigma = 6.f;
   tof.num_sigmas = 3.f;
   gpu::device_buffer<float> sa(n * 9, s), sb(n * 9, s);
-  gpu::forward_tof_sino<float>(d_img, explicit_lors, tof, sa.span(), s);
-  gpu::forward_tof_sino<float>(d_img, indexed, tof, sb.span(), s);
+  gpu::forward(rp::op::tof_sinogram{tof}, d_img, explicit_lors, sa.span(), s);
+  gpu::forward(rp::op::tof_sinogram{tof}, d_img, indexed, sb.span(), s);
   EXPECT_EQ(download(sa, s), download(sb, s));
 
   std::vector<std::int16_t> bins(n);
   for (std::size_t i = 0; i < n; ++i)
     bins[i] = std::int16_t(i % 9);
   auto d_bins = gpu::make_device_buffer(rp::span<const std::int16_t>(bins.data(), n), s);
-  gpu::forward_tof_lm<float>(d_img, explicit_lors, d_bins.cspan(), tof, a.span(), s);
-  gpu::forward_tof_lm<float>(d_img, indexed, d_bins.cspan(), tof, b.span(), s);
+  const rp::op::tof_listmode listmode{tof, d_bins.cspan()};
+  gpu::forward(listmode, d_img, explicit_lors, a.span(), s);
+  gpu::forward(listmode, d_img, indexed, b.span(), s);
   EXPECT_EQ(download(a, s), download(b, s));
 
   // CPU agrees with the GPU on the detector-indexed call.
   std::vector<float> cpu(n);
-  rp::cpu::forward<float>(rp::image_view<const float>(image.data(), g),
-                          rp::detector_pairs<float>(set.detectors.data(),
-                                                    set.num_detectors(), set.pairs.data(),
-                                                    n),
-                          rp::span<float>(cpu.data(), n));
-  gpu::forward<float>(d_img, indexed, b.span(), s);
+  rp::cpu::forward(non_tof, rp::image_view<const float>(image.data(), g),
+                   rp::detector_pairs<float>(set.detectors.data(), set.num_detectors(),
+                                             set.pairs.data(), n),
+                   rp::span<float>(cpu.data(), n));
+  gpu::forward(non_tof, d_img, indexed, b.span(), s);
   const auto gpu_values = download(b, s);
   diff = norm = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -102,8 +105,8 @@ TEST_F(gpu_test, detector_pairs_in_host_memory_are_rejected) {
   const std::vector<float> detectors = {-9, 0, 0, 9, 0, 0};
   const std::int32_t pairs[4] = {0, 1, 1, 0};
   try {
-    gpu::forward<float>(d_img, rp::detector_pairs<float>(detectors.data(), 2, pairs, 2),
-                        out.span(), s);
+    gpu::forward(rp::op::non_tof{}, d_img,
+                 rp::detector_pairs<float>(detectors.data(), 2, pairs, 2), out.span(), s);
     ADD_FAILURE() << "no exception";
   } catch (const rp::invalid_argument &e) {
     EXPECT_EQ(e.argument(), "lors.detectors");
@@ -148,27 +151,81 @@ TEST_F(gpu_test, sinogram_source_equals_end_points) {
       d_views.data(), int(views32.size()), 0, layout.num_planes());
   ASSERT_EQ(source.count, n);
 
+  // The source declares its layout; the same LORs as end points without a
+  // layout are taken in memory order, with one (a sinogram of the subset's
+  // views by the radial bins) like the source.
+  const rp::lor_layout sinogram =
+      rp::lor_layout::sinogram(views32.size(), std::size_t(layout.num_radial));
+  ASSERT_EQ(source.layout, sinogram);
+  ASSERT_EQ(sinogram.planes_in(n), std::size_t(layout.num_planes()));
+  const rp::lor_view<const float> end_points(d_starts.data(), d_ends.data(), n);
+  const auto declared = end_points.with_layout(sinogram);
+  // The library's choice takes lanes along planes for the sinogram layouts.
+  const int sms = gpu::detail::multiprocessor_count(d_img.device());
+  const auto choice = [&](const rp::lor_layout &l) {
+    return gpu::choose_kernel(gpu::operation_kind::non_tof, gpu::direction::forward, l, n,
+                              true, sms);
+  };
+  EXPECT_EQ(choice(sinogram).rows, std::size_t(layout.num_planes()));
+  EXPECT_EQ(choice(rp::lor_layout{}).rows, 0u);
+
+  // With the lanes per LOR fixed, the mapping changes nothing: identical.
+  const rp::op::non_tof op{};
+  gpu::tuning lanes;
+  for (int tpl : {1, 4}) {
+    lanes.threads_per_lor = tpl;
+    gpu::device_buffer<float> a(n, s), b(n, s), c(n, s);
+    a.fill(-1.f, s);
+    b.fill(-1.f, s);
+    c.fill(-1.f, s);
+    gpu::forward(op, d_img, end_points, a.span(), s, lanes);
+    gpu::forward(op, d_img, source, b.span(), s, lanes);
+    gpu::forward(op, d_img, declared, c.span(), s, lanes);
+    const auto va = download(a, s);
+    EXPECT_EQ(download(b, s), va) << "sinogram source, threads_per_lor " << tpl;
+    EXPECT_EQ(download(c, s), va) << "declared end points, threads_per_lor " << tpl;
+  }
+
+  // The library's choice: the source and the declared end points run the
+  // same kernel (identical); without a layout the lane count may differ:
+  // rounding only.
   gpu::device_buffer<float> a(n, s), b(n, s), c(n, s);
-  gpu::forward<float>(d_img, rp::lor_view<const float>(d_starts.data(), d_ends.data(), n),
-                      a.span(), s);
-  gpu::forward<float>(d_img, source, b.span(), s);
-  gpu::launch_options rows;
-  rows.rows = std::size_t(layout.num_planes()); // lanes along planes
-  gpu::forward<float>(d_img, source, c.span(), rows, s);
+  gpu::forward(op, d_img, end_points, a.span(), s);
+  gpu::forward(op, d_img, source, b.span(), s);
+  gpu::forward(op, d_img, declared, c.span(), s);
   const auto va = download(a, s), vb = download(b, s), vc = download(c, s);
-  EXPECT_EQ(va, vb);
-  double diff = 0, norm = 0; // rows may change the lane count: rounding only
+  EXPECT_EQ(vc, vb);
+  double diff = 0, norm = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    diff += double(vc[i] - va[i]) * (vc[i] - va[i]);
+    diff += double(vb[i] - va[i]) * (vb[i] - va[i]);
     norm += double(va[i]) * va[i];
   }
   EXPECT_LT(std::sqrt(diff / norm), 1e-6);
+
+  // Back projections agree to the rounding order of the atomic adds.
+  gpu::device_image<float> bp_a(g, s), bp_b(g, s), bp_c(g, s);
+  bp_a.zero(s);
+  bp_b.zero(s);
+  bp_c.zero(s);
+  gpu::back(op, bp_a, end_points, a.cspan(), s);
+  gpu::back(op, bp_b, source, a.cspan(), s);
+  gpu::back(op, bp_c, declared, a.cspan(), s);
+  const auto ia = download(bp_a, s);
+  for (const auto *bp : {&bp_b, &bp_c}) {
+    const auto ib = download(*bp, s);
+    diff = norm = 0;
+    for (std::size_t i = 0; i < ia.size(); ++i) {
+      diff += double(ib[i] - ia[i]) * (ib[i] - ia[i]);
+      norm += double(ia[i]) * ia[i];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-6);
+  }
 
   // A host view list behind a device call is rejected.
   auto host_views = source;
   host_views.views = views32.data();
   try {
-    gpu::forward<float>(d_img, host_views, b.span(), s);
+    gpu::forward(op, d_img, host_views, b.span(), s);
     ADD_FAILURE() << "no exception";
   } catch (const rp::invalid_argument &e) {
     EXPECT_EQ(e.argument(), "lors.views");

@@ -1,8 +1,10 @@
 // GPU TOF projector: agreement with the CPU backend (sinogram and
-// list-mode, forward and back, per-LOR sigma/offset arrays, thread
-// mappings, rows, 64-bit indices), adjointness, list-mode == sinogram,
-// the list-mode reorder, the streamer's TOF calls, argument checking and
-// graph capture.
+// list-mode, forward and back, per-LOR sigma/offset arrays, the plain
+// calls and forced kernel variants: thread mappings, rows, 64-bit indices,
+// lock-step, sample order, vector loads and atomics, fast erfc, stencil
+// layouts), adjointness, list-mode == sinogram, the list-mode reorder, the
+// plain call running the table's choice, the streamer's TOF calls,
+// argument checking and graph capture.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,14 +16,13 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu/gpu_test_data.hpp"
 #include "gpu/gpu_test_util.hpp"
-#include "resproj/cpu/tof_projector.hpp"
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/gpu/listmode_order.cuh"
-#include "resproj/gpu/tof_projector.cuh"
 #include "resproj/resproj.hpp"
 
 namespace rp = resproj;
@@ -143,6 +144,69 @@ template <class T> struct device_case {
   rp::lor_view<const T> lors() const { return {starts.data(), ends.data(), n}; }
 };
 
+/// A kernel variant of the TOF calls (the levers of `gpu::kernel_choice`
+/// a test forces; each applies where the kernel has it).
+struct tof_variant {
+  std::string name;
+  bool vector_atomics = false;      ///< list-mode back: paired atomics
+  bool sino_vector_atomics = false; ///< sinogram back: paired atomics
+  bool sample_first = false;        ///< list-mode forward
+  bool lockstep = false;            ///< list-mode forward and back
+  bool fast_erfc = false;
+  bool vector_loads = false;            ///< list-mode forward
+  gpu::stencil_workspace_ref stencil{}; ///< back projections
+};
+
+/// Lanes per LOR (0: the library's choice for the call), 64-bit voxel
+/// offsets and lanes along rows.
+struct tof_mapping {
+  int tpl;
+  bool wide;
+  std::size_t rows;
+};
+
+/// The `kernel_choice` of variant `v` under mapping `m` for a call of
+/// operation `k` in direction `d` over `count` unordered LORs.
+template <class T>
+gpu::kernel_choice make_choice(const tof_variant &v, const tof_mapping &m,
+                               gpu::operation_kind k, gpu::direction d, std::size_t count,
+                               int multiprocessors) {
+  const bool lm = k == gpu::operation_kind::tof_listmode;
+  const bool back = d == gpu::direction::back;
+  gpu::kernel_choice c;
+  c.threads_per_lor = m.tpl != 0
+                          ? m.tpl
+                          : gpu::choose_kernel(k, d, rp::lor_layout{}, count,
+                                               std::is_same_v<T, float>, multiprocessors)
+                                .threads_per_lor;
+  c.wide_index = m.wide;
+  c.rows = m.rows;
+  c.fast_erfc = v.fast_erfc;
+  c.sample_first = lm && !back && v.sample_first;
+  c.vector_loads = lm && !back && v.vector_loads;
+  c.lockstep = lm && v.lockstep;
+  c.vector_atomics = back && (lm ? v.vector_atomics : v.sino_vector_atomics);
+  if (back)
+    c.stencil = v.stencil;
+  return c;
+}
+
+/// Forward projection with a forced kernel variant (no argument checks).
+template <class T, class Op, class Lors>
+void forward_variant(const gpu::kernel_choice &c, const Op &op,
+                     gpu::device_image_view<const T> image, const Lors &lors,
+                     rp::span<T> out, gpu::stream_ref s) {
+  gpu::detail::run_forward(op, image, lors.normalized(), out, c, s);
+}
+
+/// Back projection with a forced kernel variant (no argument checks).
+template <class T, class Op, class Lors>
+void back_variant(const gpu::kernel_choice &c, const Op &op,
+                  gpu::device_image_view<T> image, const Lors &lors,
+                  rp::span<const T> values, gpu::stream_ref s) {
+  gpu::detail::run_back(op, image, lors.normalized(), values, c, s);
+}
+
 template <class T> class gpu_tof : public gpu_test {};
 using value_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(gpu_tof, value_types);
@@ -157,105 +221,102 @@ TYPED_TEST(gpu_tof, matches_cpu) {
     const rp::image_view<const T> himg(h.image.data(), h.g);
     std::vector<T> cpu_sino(n * nb), cpu_lm(n), cpu_bsino(h.image.size(), T(0)),
         cpu_blm(h.image.size(), T(0));
-    rp::cpu::forward_tof_sino<T>(himg, h.lors(), h.tof,
-                                 rp::span<T>(cpu_sino.data(), n * nb));
-    rp::cpu::back_tof_sino<T>(rp::image_view<T>(cpu_bsino.data(), h.g), h.lors(), h.tof,
-                              rp::span<const T>(h.sino_values.data(), n * nb));
-    rp::cpu::forward_tof_lm<T>(himg, h.lors(), h.bin_span(), h.tof,
-                               rp::span<T>(cpu_lm.data(), n));
-    rp::cpu::back_tof_lm<T>(rp::image_view<T>(cpu_blm.data(), h.g), h.lors(),
-                            h.bin_span(), h.tof,
-                            rp::span<const T>(h.lm_values.data(), n));
+    const rp::op::tof_sinogram<T> h_sino(h.tof);
+    const rp::op::tof_listmode<T> h_lm(h.tof, h.bin_span());
+    rp::cpu::forward(h_sino, himg, h.lors(), rp::span<T>(cpu_sino.data(), n * nb));
+    rp::cpu::back(h_sino, rp::image_view<T>(cpu_bsino.data(), h.g), h.lors(),
+                  rp::span<const T>(h.sino_values.data(), n * nb));
+    rp::cpu::forward(h_lm, himg, h.lors(), rp::span<T>(cpu_lm.data(), n));
+    rp::cpu::back(h_lm, rp::image_view<T>(cpu_blm.data(), h.g), h.lors(),
+                  rp::span<const T>(h.lm_values.data(), n));
 
     gpu::stream s;
     device_case<T> d(h, s);
+    const rp::op::tof_sinogram<T> sino(d.tof);
+    const rp::op::tof_listmode<T> lm(d.tof, d.bins.cspan());
+    const int sms = gpu::detail::multiprocessor_count(d.image.device());
     gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
     gpu::device_image<T> d_bp(h.g, s);
-    struct variant {
-      int tpl;
-      bool wide;
-      std::size_t rows;
-    };
-    const variant variants[] = {{0, false, 0},  {1, false, 0}, {4, false, 0},
-                                {32, false, 0}, {2, true, 0},  {1, false, 40},
-                                {8, false, 40}};
-    // Kernel variants (gpu::tof_kernel_options): plain, the defaults, every
-    // lever on, and the lock-step kernels with each atomic flavour.
-    const gpu::tof_kernel_options plain = gpu::tof_kernel_options::plain();
-    gpu::tof_kernel_options all_on, lockstep = plain, lockstep_default, aggregated;
+    const tof_mapping mappings[] = {{0, false, 0},  {1, false, 0}, {4, false, 0},
+                                    {32, false, 0}, {2, true, 0},  {1, false, 40},
+                                    {8, false, 40}};
+    // Kernel variants: plain (every lever off, exact erfc), the levers the
+    // library uses, every lever on, and the lock-step kernels.
+    tof_variant plain;
+    plain.name = "plain";
+    tof_variant levers = plain;
+    levers.name = "vector atomics, sample first, fast erfc";
+    levers.vector_atomics = levers.sample_first = levers.fast_erfc = true;
+    tof_variant all_on = levers;
+    all_on.name = levers.name + ", sino vector atomics";
     all_on.sino_vector_atomics = true;
+    tof_variant lockstep = plain;
+    lockstep.name = "lock-step";
     lockstep.lockstep = true;
-    lockstep_default.lockstep = true;
-    aggregated.lockstep = true;
-    aggregated.warp_aggregate = true;
-    gpu::tof_kernel_options fast, fast_plain = plain;
-    fast.fast_erfc = true;
-    fast.sino_vector_atomics = true;
+    tof_variant lockstep_levers = levers;
+    lockstep_levers.name = "lock-step, " + levers.name;
+    lockstep_levers.lockstep = true;
+    tof_variant fast_plain = plain;
+    fast_plain.name = "fast erfc";
     fast_plain.fast_erfc = true;
-    gpu::tof_kernel_options lockstep_fast = lockstep_default,
-                            aggregated_fast = aggregated;
-    lockstep_fast.fast_erfc = true;
-    aggregated_fast.fast_erfc = true;
     // The stencil layout (the cases' random LORs include principal axis 2,
-    // which falls back to the image): with the defaults, lock-step, the
-    // plain sample order and fast erfc.
+    // which falls back to the image): with the levers, lock-step, the plain
+    // sample order and every lever on.
     gpu::stencil_workspace<T> ws(h.g, s), ws4(h.g, s, 4);
-    gpu::tof_kernel_options stencil, stencil_lockstep = lockstep_default,
-                                     stencil_plain = plain, stencil_fast = fast,
-                                     stencil_w4 = lockstep_default;
-    for (auto *o : {&stencil, &stencil_lockstep, &stencil_plain, &stencil_fast})
-      o->stencil = ws.ref();
+    tof_variant stencil = levers, stencil_lockstep = lockstep_levers,
+                stencil_plain = plain, stencil_all = all_on, stencil_w4 = lockstep_levers;
+    for (auto *v : {&stencil, &stencil_lockstep, &stencil_plain, &stencil_all}) {
+      v->stencil = ws.ref();
+      v->name += ", stencil width 2";
+    }
     stencil_w4.stencil = ws4.ref();
+    stencil_w4.name += ", stencil width 4";
     // Vector loads in the list-mode forward (float only; double ignores it).
-    gpu::tof_kernel_options loads, loads_plain = plain, loads_lockstep = lockstep_default;
-    for (auto *o : {&loads, &loads_plain, &loads_lockstep})
-      o->vector_loads = true;
-    for (const variant &v : variants)
-      for (const gpu::tof_kernel_options &kv :
-           {plain, gpu::tof_kernel_options{}, all_on, lockstep, lockstep_default,
-            aggregated, fast, fast_plain, lockstep_fast, aggregated_fast, stencil,
-            stencil_lockstep, stencil_plain, stencil_fast, stencil_w4, loads, loads_plain,
+    tof_variant loads = levers, loads_plain = plain, loads_lockstep = lockstep_levers;
+    for (auto *v : {&loads, &loads_plain, &loads_lockstep}) {
+      v->vector_loads = true;
+      v->name += ", vector loads";
+    }
+    for (const tof_mapping &m : mappings)
+      for (const tof_variant &kv :
+           {plain, levers, all_on, lockstep, lockstep_levers, fast_plain, stencil,
+            stencil_lockstep, stencil_plain, stencil_all, stencil_w4, loads, loads_plain,
             loads_lockstep}) {
-        gpu::launch_options opt;
-        opt.threads_per_lor = v.tpl;
-        opt.wide_index = v.wide;
-        opt.rows = v.rows;
-        const std::string what =
-            "case bins " + std::to_string(c.num_bins) + ", tpl " + std::to_string(v.tpl) +
-            (v.wide ? " wide" : "") + ", rows " + std::to_string(v.rows) +
-            (kv.vector_atomics ? ", vector atomics" : "") +
-            (kv.sample_first ? ", sample first" : "") +
-            (kv.lockstep ? ", lock-step" : "") +
-            (kv.sino_vector_atomics ? ", sino vector atomics" : "") +
-            (kv.warp_aggregate ? ", warp aggregate" : "") +
-            (kv.fast_erfc ? ", fast erfc" : "") +
-            (kv.stencil ? ", stencil width " + std::to_string(kv.stencil.width) : "") +
-            (kv.vector_loads ? ", vector loads" : "");
+        const auto choice = [&](gpu::operation_kind k, gpu::direction dir) {
+          return make_choice<T>(kv, m, k, dir, n, sms);
+        };
+        const std::string what = "case bins " + std::to_string(c.num_bins) + ", tpl " +
+                                 std::to_string(m.tpl) + (m.wide ? " wide" : "") +
+                                 ", rows " + std::to_string(m.rows) + ", " + kv.name;
         d_sino.fill(T(-1), s);
-        gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, kv, s);
+        forward_variant<T>(
+            choice(gpu::operation_kind::tof_sinogram, gpu::direction::forward), sino,
+            d.image, d.lors(), d_sino.span(), s);
         EXPECT_LT(relative_error(download(d_sino, s), cpu_sino, n * nb / 10000),
                   tolerance<T>::value)
-            << "forward_tof_sino, " << what;
+            << "forward tof_sinogram, " << what;
 
         d_lm.fill(T(-1), s);
-        gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
-                               kv, s);
+        forward_variant<T>(
+            choice(gpu::operation_kind::tof_listmode, gpu::direction::forward), lm,
+            d.image, d.lors(), d_lm.span(), s);
         EXPECT_LT(relative_error(download(d_lm, s), cpu_lm, n / 10000),
                   tolerance<T>::value)
-            << "forward_tof_lm, " << what;
+            << "forward tof_listmode, " << what;
 
         d_bp.zero(s);
-        gpu::back_tof_sino<T>(d_bp, d.lors(), d.tof, d.sino_values.cspan(), opt, kv, s);
+        back_variant<T>(choice(gpu::operation_kind::tof_sinogram, gpu::direction::back),
+                        sino, d_bp, d.lors(), d.sino_values.cspan(), s);
         EXPECT_LT(relative_error(download(d_bp, s), cpu_bsino, h.image.size()),
                   10 * tolerance<T>::value)
-            << "back_tof_sino, " << what;
+            << "back tof_sinogram, " << what;
 
         d_bp.zero(s);
-        gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(),
-                            opt, kv, s);
+        back_variant<T>(choice(gpu::operation_kind::tof_listmode, gpu::direction::back),
+                        lm, d_bp, d.lors(), d.lm_values.cspan(), s);
         EXPECT_LT(relative_error(download(d_bp, s), cpu_blm, h.image.size()),
                   10 * tolerance<T>::value)
-            << "back_tof_lm, " << what;
+            << "back tof_listmode, " << what;
       }
     // Every call left the workspaces zero, as documented.
     for (const auto *w : {&ws, &ws4}) {
@@ -263,6 +324,27 @@ TYPED_TEST(gpu_tof, matches_cpu) {
       EXPECT_EQ(std::count(left.begin(), left.end(), T(0)), std::ptrdiff_t(left.size()))
           << "the stencil workspace (width " << w->width() << ") is not zero";
     }
+
+    // The plain calls (the library's choice) agree with the CPU, too.
+    d_sino.fill(T(-1), s);
+    gpu::forward(sino, d.image, d.lors(), d_sino.span(), s);
+    EXPECT_LT(relative_error(download(d_sino, s), cpu_sino, n * nb / 10000),
+              tolerance<T>::value)
+        << "plain forward tof_sinogram, bins " << c.num_bins;
+    d_lm.fill(T(-1), s);
+    gpu::forward(lm, d.image, d.lors(), d_lm.span(), s);
+    EXPECT_LT(relative_error(download(d_lm, s), cpu_lm, n / 10000), tolerance<T>::value)
+        << "plain forward tof_listmode, bins " << c.num_bins;
+    d_bp.zero(s);
+    gpu::back(sino, d_bp, d.lors(), d.sino_values.cspan(), s);
+    EXPECT_LT(relative_error(download(d_bp, s), cpu_bsino, h.image.size()),
+              10 * tolerance<T>::value)
+        << "plain back tof_sinogram, bins " << c.num_bins;
+    d_bp.zero(s);
+    gpu::back(lm, d_bp, d.lors(), d.lm_values.cspan(), s);
+    EXPECT_LT(relative_error(download(d_bp, s), cpu_blm, h.image.size()),
+              10 * tolerance<T>::value)
+        << "plain back tof_listmode, bins " << c.num_bins;
   }
 }
 
@@ -277,16 +359,18 @@ TYPED_TEST(gpu_tof, adjoint) {
     gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
     gpu::device_image<T> d_bp(h.g, s);
     d_bp.zero(s);
-    gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), s);
-    gpu::back_tof_sino<T>(d_bp, d.lors(), d.tof, d.sino_values.cspan(), s);
+    const rp::op::tof_sinogram<T> sino(d.tof);
+    const rp::op::tof_listmode<T> lm(d.tof, d.bins.cspan());
+    gpu::forward(sino, d.image, d.lors(), d_sino.span(), s);
+    gpu::back(sino, d_bp, d.lors(), d.sino_values.cspan(), s);
     const double lhs = dot(download(d_sino, s), h.sino_values);
     const double rhs = dot(h.image, download(d_bp, s));
     EXPECT_LT(std::abs(lhs - rhs) / std::abs(lhs), 2 * tolerance<T>::value)
         << "sinogram pair, bins " << c.num_bins << ": " << lhs << " vs " << rhs;
 
     d_bp.zero(s);
-    gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), s);
-    gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(), s);
+    gpu::forward(lm, d.image, d.lors(), d_lm.span(), s);
+    gpu::back(lm, d_bp, d.lors(), d.lm_values.cspan(), s);
     const double lhs2 = dot(download(d_lm, s), h.lm_values);
     const double rhs2 = dot(h.image, download(d_bp, s));
     EXPECT_LT(std::abs(lhs2 - rhs2) / std::abs(lhs2), 2 * tolerance<T>::value)
@@ -303,31 +387,33 @@ TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
     gpu::stream s;
     device_case<T> d(h, s);
     const std::size_t n = h.n, nb = h.nb;
+    const rp::op::tof_sinogram<T> sino_op(d.tof);
+    const rp::op::tof_listmode<T> lm_op(d.tof, d.bins.cspan());
     gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
     for (int tpl : {1, 4}) {
-      gpu::launch_options opt;
-      opt.threads_per_lor = tpl;
-      gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), opt, s);
-      gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
-                             s);
+      // Fast erfc, and sample first in the list-mode forward.
+      gpu::kernel_choice base;
+      base.threads_per_lor = tpl;
+      base.fast_erfc = true;
+      base.sample_first = true;
+      forward_variant<T>(base, sino_op, d.image, d.lors(), d_sino.span(), s);
+      forward_variant<T>(base, lm_op, d.image, d.lors(), d_lm.span(), s);
       const auto sino = download(d_sino, s);
       const auto lm = download(d_lm, s);
-      // Sample first (the default) adds the same terms in the same order as
-      // weight first (with the default's erfc): identical.
-      gpu::tof_kernel_options weight_first = gpu::tof_kernel_options::plain();
-      weight_first.fast_erfc = gpu::tof_kernel_options{}.fast_erfc;
+      // Sample first adds the same terms in the same order as weight first
+      // (with the same erfc): identical.
+      gpu::kernel_choice weight_first = base;
+      weight_first.sample_first = false;
       d_lm.fill(T(-1), s);
-      gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
-                             weight_first, s);
+      forward_variant<T>(weight_first, lm_op, d.image, d.lors(), d_lm.span(), s);
       EXPECT_EQ(download(d_lm, s), lm) << "weight first, bins " << c.num_bins;
       if (tpl == 1) {
         // Warp lock-step: each lane adds its own planes in the same order as
         // one thread per event: identical.
-        gpu::tof_kernel_options lockstep;
+        gpu::kernel_choice lockstep = base;
         lockstep.lockstep = true;
         d_lm.fill(T(-1), s);
-        gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), opt,
-                               lockstep, s);
+        forward_variant<T>(lockstep, lm_op, d.image, d.lors(), d_lm.span(), s);
         EXPECT_EQ(download(d_lm, s), lm) << "lock-step, bins " << c.num_bins;
       }
       std::vector<T> at_bin(n);
@@ -336,59 +422,6 @@ TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
       EXPECT_LT(relative_error(lm, at_bin, 0), tolerance<T>::value)
           << "bins " << c.num_bins << ", tpl " << tpl;
     }
-  }
-}
-
-// Warp-aggregated atomics (lock-step back, tof_kernel_options::warp_aggregate)
-// with many lanes adding into the same voxels: runs of 1 to 40 copies of a
-// LOR (within a warp and across warp boundaries), bins alternating by one
-// inside a run, distinct values. Equals the CPU back projection and the
-// lock-step kernel with one atomic per lane (positive amounts: only the
-// rounding order of the sums differs).
-TYPED_TEST(gpu_tof, warp_aggregated_back_with_shared_voxels) {
-  using T = TypeParam;
-  for (std::size_t ci = 0; ci < std::size(cases); ++ci) {
-    const tof_case &c = cases[ci];
-    host_case<T> h(c, 3000, 300 + std::uint32_t(ci));
-    std::size_t k = 0;
-    for (std::size_t run = 0; k < h.n; ++run) {
-      const std::size_t len = 1 + (run * 7) % 40, src = run % h.n;
-      for (std::size_t r = 0; r < len && k < h.n; ++r, ++k) {
-        for (int a = 0; a < 3; ++a) {
-          h.starts[3 * k + a] = h.starts[3 * src + a];
-          h.ends[3 * k + a] = h.ends[3 * src + a];
-        }
-        h.bins[k] = std::int16_t(c.num_bins / 2 + int(r % 2));
-        if (!h.sigmas.empty()) {
-          h.sigmas[k] = h.sigmas[src];
-          h.offsets[k] = h.offsets[src];
-        }
-      }
-    }
-    std::vector<T> cpu_blm(h.image.size(), T(0));
-    rp::cpu::back_tof_lm<T>(rp::image_view<T>(cpu_blm.data(), h.g), h.lors(),
-                            h.bin_span(), h.tof,
-                            rp::span<const T>(h.lm_values.data(), h.n));
-    gpu::stream s;
-    device_case<T> d(h, s);
-    gpu::device_image<T> d_bp(h.g, s);
-    gpu::tof_kernel_options per_lane = gpu::tof_kernel_options::plain(), aggregated;
-    per_lane.lockstep = true;
-    aggregated.lockstep = true;
-    aggregated.warp_aggregate = true;
-    d_bp.zero(s);
-    gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(),
-                        gpu::launch_options{}, per_lane, s);
-    const auto ref = download(d_bp, s);
-    d_bp.zero(s);
-    gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(),
-                        gpu::launch_options{}, aggregated, s);
-    const auto got = download(d_bp, s);
-    EXPECT_GT(dot(got, got), 0.0) << "bins " << c.num_bins;
-    EXPECT_LT(relative_error(got, ref, 0), 10 * tolerance<T>::value)
-        << "aggregated vs per-lane atomics, bins " << c.num_bins;
-    EXPECT_LT(relative_error(got, cpu_blm, h.image.size()), 10 * tolerance<T>::value)
-        << "aggregated vs CPU, bins " << c.num_bins;
   }
 }
 
@@ -403,16 +436,16 @@ TEST_P(gpu_tof_order, sorted_listmode_maps_back_to_the_unsorted_result) {
   gpu::stream s;
   device_case<T> d(h, s);
   const std::size_t n = h.n;
-  gpu::launch_options opt;
-  opt.threads_per_lor = 4;
+  gpu::tuning four;
+  four.threads_per_lor = 4;
 
   // Unsorted reference.
   gpu::device_buffer<T> d_ref(n, s);
   gpu::device_image<T> d_bp_ref(h.g, s), d_bp(h.g, s);
   d_bp_ref.zero(s);
-  gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_ref.span(), opt, s);
-  gpu::back_tof_lm<T>(d_bp_ref, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(), opt,
-                      s);
+  const rp::op::tof_listmode<T> lm(d.tof, d.bins.cspan());
+  gpu::forward(lm, d.image, d.lors(), d_ref.span(), s, four);
+  gpu::back(lm, d_bp_ref, d.lors(), d.lm_values.cspan(), s, four);
 
   // Order, gather every per-event array.
   const std::size_t bytes = gpu::listmode_order_workspace_bytes(n);
@@ -446,13 +479,14 @@ TEST_P(gpu_tof_order, sorted_listmode_maps_back_to_the_unsorted_result) {
   for (std::size_t i = 0; i < n; ++i)
     ASSERT_EQ(sorted_p[i], std::uint32_t(i));
 
-  gpu::forward_tof_lm<T>(d.image, slors, sbins.cspan(), stof, sout.span(), opt, s);
+  const rp::op::tof_listmode<T> slm(stof, sbins.cspan());
+  gpu::forward(slm, d.image, slors, sout.span(), s, four);
   out.fill(T(-1), s);
   gpu::scatter_back<T>(sout.cspan(), perm.cspan(), out.span(), s);
   EXPECT_EQ(download(out, s), download(d_ref, s)); // same arithmetic per event
 
   d_bp.zero(s);
-  gpu::back_tof_lm<T>(d_bp, slors, sbins.cspan(), stof, sval.cspan(), opt, s);
+  gpu::back(slm, d_bp, slors, sval.cspan(), s, four);
   EXPECT_LT(relative_error(download(d_bp, s), download(d_bp_ref, s), 0), 1e-5);
 
   if (tof_key) {
@@ -543,6 +577,74 @@ INSTANTIATE_TEST_SUITE_P(keys, gpu_tof_order, ::testing::Values(false, true),
                            return std::string(info.param ? "tof_key" : "lor_key");
                          });
 
+// The plain call runs the kernel `gpu::choose_kernel` names for the call:
+// list-mode events sorted by the TOF key and declared so, a full GPU of
+// them (where the table takes lock-step back projections) and a small
+// chunk, with the default overrides and exact erfc.
+TYPED_TEST(gpu_tof, plain_call_runs_the_chosen_kernel) {
+  using T = TypeParam;
+  gpu::stream s;
+  const int sms = gpu::detail::multiprocessor_count(gpu::current_device());
+  const std::size_t n = std::size_t(sms) * 512 + 101;
+  const host_case<T> h(cases[1], n, 17); // per-LOR sigma and offset
+  device_case<T> d(h, s);
+
+  // Sort by the TOF key; gather every per-event array.
+  const std::size_t bytes = gpu::listmode_order_workspace_bytes(n);
+  gpu::device_buffer<unsigned char> work(bytes, s);
+  gpu::device_buffer<std::uint32_t> perm(n, s);
+  gpu::listmode_order<T>(h.g, d.lors(), d.bins.cspan(), d.tof, perm.span(), work.data(),
+                         bytes, s);
+  gpu::device_buffer<T> ss(3 * n, s), se(3 * n, s), ssig(n, s), soff(n, s), sval(n, s);
+  gpu::device_buffer<std::int16_t> sbins(n, s);
+  gpu::gather_lors<T>(d.lors(), perm.cspan(), ss.span(), se.span(), s);
+  gpu::gather<std::int16_t>(d.bins.cspan(), perm.cspan(), sbins.span(), s);
+  gpu::gather<T>(d.sigmas.cspan(), perm.cspan(), ssig.span(), s);
+  gpu::gather<T>(d.offsets.cspan(), perm.cspan(), soff.span(), s);
+  gpu::gather<T>(d.lm_values.cspan(), perm.cspan(), sval.span(), s);
+  rp::tof_params<T> stof = d.tof;
+  stof.sigmas = ssig.cspan();
+  stof.center_offsets = soff.cspan();
+  const rp::op::tof_listmode<T> op(stof, sbins.cspan());
+  const auto sorted = rp::lor_view<const T>(ss.data(), se.data(), n)
+                          .with_layout(rp::lor_layout::sorted_events());
+
+  gpu::device_buffer<T> a(n, s), b(n, s);
+  gpu::device_image<T> bp_a(h.g, s), bp_b(h.g, s);
+  gpu::tuning exact;
+  exact.exact_erfc = true;
+  const double back_tolerance = std::is_same_v<T, float> ? 1e-6 : 1e-12;
+  for (const gpu::tuning &t : {gpu::tuning{}, exact})
+    for (const std::size_t m : {n, std::size_t(1000)}) {
+      const auto lors = sorted.subview(0, m); // keeps the layout
+      ASSERT_EQ(lors.layout, rp::lor_layout::sorted_events());
+      const std::string what =
+          std::to_string(m) + " events" + (t.exact_erfc ? ", exact erfc" : "");
+      const auto choice = [&](gpu::direction dir) {
+        return gpu::choose_kernel(gpu::operation_kind::tof_listmode, dir, lors.layout, m,
+                                  std::is_same_v<T, float>, sms, t);
+      };
+      a.fill(T(-1), s);
+      b.fill(T(-1), s);
+      gpu::forward(op, d.image, lors, a.span().subspan(0, m), s, t);
+      forward_variant<T>(choice(gpu::direction::forward), op, d.image, lors,
+                         b.span().subspan(0, m), s);
+      const auto va = download(a, s);
+      EXPECT_EQ(std::count(va.begin(), va.begin() + std::ptrdiff_t(m), T(-1)), 0)
+          << "forward, " << what << ": events not written";
+      EXPECT_EQ(va, download(b, s)) << "forward, " << what;
+
+      bp_a.zero(s);
+      bp_b.zero(s);
+      gpu::back(op, bp_a, lors, sval.cspan().subspan(0, m), s, t);
+      back_variant<T>(choice(gpu::direction::back), op, bp_b, lors,
+                      sval.cspan().subspan(0, m), s);
+      const auto ia = download(bp_a, s), ib = download(bp_b, s);
+      EXPECT_GT(dot(ia, ia), 0.0) << "back, " << what;
+      EXPECT_LT(relative_error(ia, ib, 0), back_tolerance) << "back, " << what;
+    }
+}
+
 class gpu_tof_streamer : public gpu_test,
                          public ::testing::WithParamInterface<std::size_t> {};
 
@@ -555,53 +657,59 @@ TEST_P(gpu_tof_streamer, equals_resident_call) {
   const std::size_t n = h.n, nb = h.nb;
   gpu::device_buffer<T> d_sino(n * nb, s), d_lm(n, s);
   gpu::device_image<T> d_bp(h.g, s);
-  gpu::forward_tof_sino<T>(d.image, d.lors(), d.tof, d_sino.span(), s);
-  gpu::forward_tof_lm<T>(d.image, d.lors(), d.bins.cspan(), d.tof, d_lm.span(), s);
+  // Resident references: device per-LOR arrays and bins.
+  const rp::op::tof_sinogram<T> d_sino_op(d.tof);
+  const rp::op::tof_listmode<T> d_lm_op(d.tof, d.bins.cspan());
+  gpu::forward(d_sino_op, d.image, d.lors(), d_sino.span(), s);
+  gpu::forward(d_lm_op, d.image, d.lors(), d_lm.span(), s);
   const auto sino_ref = download(d_sino, s), lm_ref = download(d_lm, s);
   d_bp.zero(s);
-  gpu::back_tof_sino<T>(d_bp, d.lors(), d.tof, d.sino_values.cspan(), s);
+  gpu::back(d_sino_op, d_bp, d.lors(), d.sino_values.cspan(), s);
   const auto bsino_ref = download(d_bp, s);
   d_bp.zero(s);
-  gpu::back_tof_lm<T>(d_bp, d.lors(), d.bins.cspan(), d.tof, d.lm_values.cspan(), s);
+  gpu::back(d_lm_op, d_bp, d.lors(), d.lm_values.cspan(), s);
   const auto blm_ref = download(d_bp, s);
 
+  // The streamer: host per-LOR arrays and bins.
+  const rp::op::tof_sinogram<T> h_sino_op(h.tof);
+  const rp::op::tof_listmode<T> h_lm_op(h.tof, h.bin_span());
   gpu::lor_streamer<T> streamer(chunk);
   std::vector<T> sino(n * nb, T(-1)), lm(n, T(-1));
-  streamer.forward_tof_sino(d.image.cview(), h.lors(), h.tof,
-                            rp::span<T>(sino.data(), n * nb), s);
+  streamer.forward(h_sino_op, d.image.cview(), h.lors(), rp::span<T>(sino.data(), n * nb),
+                   s);
   EXPECT_LT(relative_error(sino, sino_ref, 0), 1e-6);
-  streamer.forward_tof_lm(d.image.cview(), h.lors(), h.bin_span(), h.tof,
-                          rp::span<T>(lm.data(), n), s);
+  streamer.forward(h_lm_op, d.image.cview(), h.lors(), rp::span<T>(lm.data(), n), s);
   EXPECT_LT(relative_error(lm, lm_ref, 0), 1e-6);
   d_bp.zero(s);
-  streamer.back_tof_sino(d_bp.view(), h.lors(), h.tof,
-                         rp::span<const T>(h.sino_values.data(), n * nb), s);
+  streamer.back(h_sino_op, d_bp.view(), h.lors(),
+                rp::span<const T>(h.sino_values.data(), n * nb), s);
   EXPECT_LT(relative_error(download(d_bp, s), bsino_ref, 0), 1e-5);
   d_bp.zero(s);
-  streamer.back_tof_lm(d_bp.view(), h.lors(), h.bin_span(), h.tof,
-                       rp::span<const T>(h.lm_values.data(), n), s);
+  streamer.back(h_lm_op, d_bp.view(), h.lors(), rp::span<const T>(h.lm_values.data(), n),
+                s);
   EXPECT_LT(relative_error(download(d_bp, s), blm_ref, 0), 1e-5);
 
   // Pinned output used in place; the non-TOF calls still work after TOF ones.
   gpu::pinned_buffer<T> pout(n * nb);
-  streamer.forward_tof_sino(d.image.cview(), h.lors(), h.tof, pout.span(), s);
+  streamer.forward(h_sino_op, d.image.cview(), h.lors(), pout.span(), s);
   EXPECT_LT(
       relative_error(std::vector<T>(pout.data(), pout.data() + n * nb), sino_ref, 0),
       1e-6);
   std::vector<T> plain(n), plain_ref(n);
   gpu::device_buffer<T> d_plain(n, s);
-  gpu::forward<T>(d.image, d.lors(), d_plain.span(), s);
+  gpu::forward(rp::op::non_tof{}, d.image, d.lors(), d_plain.span(), s);
   plain_ref = download(d_plain, s);
-  streamer.forward(d.image.cview(), h.lors(), rp::span<T>(plain.data(), n), s);
+  streamer.forward(rp::op::non_tof{}, d.image.cview(), h.lors(),
+                   rp::span<T>(plain.data(), n), s);
   EXPECT_LT(relative_error(plain, plain_ref, 0), 1e-6);
 
   // Device arrays where host ones are required are rejected.
   try {
-    streamer.forward_tof_lm(d.image.cview(), h.lors(), d.bins.cspan(), h.tof,
-                            rp::span<T>(lm.data(), n), s);
+    streamer.forward(rp::op::tof_listmode<T>(h.tof, d.bins.cspan()), d.image.cview(),
+                     h.lors(), rp::span<T>(lm.data(), n), s);
     ADD_FAILURE() << "no exception";
   } catch (const rp::invalid_argument &e) {
-    EXPECT_EQ(e.argument(), "host_bins");
+    EXPECT_EQ(e.argument(), "bins");
   }
 }
 
@@ -638,92 +746,91 @@ TEST_F(gpu_test, tof_rejects_bad_arguments_before_writing) {
   const auto lm_out = d_out.span().subspan(0, n);
   const auto bins = d.bins.cspan();
 
+  using sino_op = rp::op::tof_sinogram<T>;
+  using lm_op = rp::op::tof_listmode<T>;
+  const sino_op sino(d.tof);
+  const lm_op lm(d.tof, bins);
+
   expect_invalid(
       [&] {
-        gpu::forward_tof_sino<T>(d.image, lors, with([](auto &t) { t.bin_width = 0; }),
-                                 out, s);
+        gpu::forward(sino_op(with([](auto &t) { t.bin_width = 0; })), d.image, lors, out,
+                     s);
       },
       "tof.bin_width");
   expect_invalid(
       [&] {
-        gpu::forward_tof_sino<T>(d.image, lors, with([](auto &t) { t.num_bins = 0; }),
-                                 out, s);
+        gpu::forward(sino_op(with([](auto &t) { t.num_bins = 0; })), d.image, lors, out,
+                     s);
       },
       "tof.num_bins");
   expect_invalid(
       [&] {
-        gpu::forward_tof_lm<T>(d.image, lors, bins,
-                               with([](auto &t) { t.num_sigmas = -1; }), lm_out, s);
+        gpu::forward(lm_op(with([](auto &t) { t.num_sigmas = -1; }), bins), d.image, lors,
+                     lm_out, s);
       },
       "tof.num_sigmas");
   expect_invalid(
       [&] {
-        gpu::back_tof_lm<T>(d_bp, lors, bins, with([](auto &t) {
-                              t.sigmas = {};
-                              t.sigma = NAN;
-                            }),
-                            d.lm_values.cspan(), s);
+        gpu::back(lm_op(with([](auto &t) {
+                          t.sigmas = {};
+                          t.sigma = NAN;
+                        }),
+                        bins),
+                  d_bp, lors, d.lm_values.cspan(), s);
       },
       "tof.sigma");
   expect_invalid(
       [&] {
-        gpu::forward_tof_sino<T>(d.image, lors, with([&](auto &t) {
-                                   t.sigmas = d.sigmas.cspan().subspan(0, n - 1);
-                                 }),
-                                 out, s);
+        gpu::forward(sino_op(with([&](auto &t) {
+                       t.sigmas = d.sigmas.cspan().subspan(0, n - 1);
+                     })),
+                     d.image, lors, out, s);
       },
       "tof.sigmas");
   // Host per-LOR arrays given to the device call.
   expect_invalid(
       [&] {
-        gpu::forward_tof_sino<T>(d.image, lors, with([&](auto &t) {
-                                   t.center_offsets =
-                                       rp::span<const T>(h.offsets.data(), n);
-                                 }),
-                                 out, s);
+        gpu::forward(sino_op(with([&](auto &t) {
+                       t.center_offsets = rp::span<const T>(h.offsets.data(), n);
+                     })),
+                     d.image, lors, out, s);
       },
       "tof.center_offsets");
   expect_invalid(
-      [&] {
-        gpu::forward_tof_sino<T>(d.image, lors, d.tof, out.subspan(0, n * nb - 1), s);
-      },
-      "out");
+      [&] { gpu::forward(sino, d.image, lors, out.subspan(0, n * nb - 1), s); }, "out");
   expect_invalid(
       [&] {
-        gpu::back_tof_sino<T>(d_bp, lors, d.tof,
-                              d.sino_values.cspan().subspan(0, n * nb - 1), s);
+        gpu::back(sino, d_bp, lors, d.sino_values.cspan().subspan(0, n * nb - 1), s);
       },
       "values");
   expect_invalid(
-      [&] { gpu::forward_tof_lm<T>(d.image, lors, h.bin_span(), d.tof, lm_out, s); },
+      [&] { gpu::forward(lm_op(d.tof, h.bin_span()), d.image, lors, lm_out, s); },
       "bins");
   expect_invalid(
       [&] {
-        gpu::forward_tof_lm<T>(d.image, lors, bins.subspan(0, n - 1), d.tof, lm_out, s);
+        gpu::forward(lm_op(d.tof, bins.subspan(0, n - 1)), d.image, lors, lm_out, s);
       },
       "bins");
   expect_invalid(
       [&] {
-        gpu::forward_tof_lm<T>(d.image,
-                               rp::lor_view<const T>(h.starts.data(), h.ends.data(), n),
-                               bins, d.tof, lm_out, s);
+        gpu::forward(lm, d.image,
+                     rp::lor_view<const T>(h.starts.data(), h.ends.data(), n), lm_out, s);
       },
       "lors.starts");
   expect_invalid(
-      [&] {
-        gpu::forward_tof_sino<T>(d.image, lors, d.tof, out,
-                                 gpu::stream_ref(cudaStreamLegacy));
-      },
+      [&] { gpu::forward(sino, d.image, lors, out, gpu::stream_ref(cudaStreamLegacy)); },
       "stream");
-  gpu::launch_options bad;
+  // Bad overrides.
+  gpu::tuning bad;
   bad.threads_per_lor = 3;
-  expect_invalid([&] { gpu::forward_tof_sino<T>(d.image, lors, d.tof, out, bad, s); },
-                 "options.threads_per_lor");
+  expect_invalid([&] { gpu::forward(sino, d.image, lors, out, s, bad); },
+                 "tuning.threads_per_lor");
   bad = {};
-  bad.rows = 7; // does not divide 1000
-  expect_invalid(
-      [&] { gpu::forward_tof_lm<T>(d.image, lors, bins, d.tof, lm_out, bad, s); },
-      "options.rows");
+  bad.block_size = 0;
+  expect_invalid([&] { gpu::forward(lm, d.image, lors, lm_out, s, bad); },
+                 "tuning.block_size");
+  expect_invalid([&] { gpu::back(lm, d_bp, lors, d.lm_values.cspan(), s, bad); },
+                 "tuning.block_size");
 
   // Stencil workspaces of another geometry, element type or emptiness.
   {
@@ -732,25 +839,16 @@ TEST_F(gpu_test, tof_rejects_bad_arguments_before_writing) {
     gpu::stencil_workspace<T> small(
         rp::image_geometry(small_shape, h.g.voxel_size(), h.g.origin()), s);
     gpu::stencil_workspace<double> wrong_type(h.g, s);
-    gpu::tof_kernel_options kv;
-    kv.stencil = small.ref();
-    expect_invalid(
-        [&] {
-          gpu::back_tof_lm<T>(d_bp, lors, bins, d.tof, d.lm_values.cspan(), {}, kv, s);
-        },
-        "variant.stencil");
-    expect_invalid(
-        [&] {
-          gpu::back_tof_sino<T>(d_bp, lors, d.tof, d.sino_values.cspan(), {}, kv, s);
-        },
-        "variant.stencil");
-    expect_invalid([&] { gpu::stencil_workspace<T> bad(h.g, s, 3); }, "width");
-    kv.stencil = wrong_type.ref();
-    expect_invalid(
-        [&] {
-          gpu::back_tof_lm<T>(d_bp, lors, bins, d.tof, d.lm_values.cspan(), {}, kv, s);
-        },
-        "variant.stencil");
+    gpu::tuning t;
+    t.stencil = small.ref();
+    expect_invalid([&] { gpu::back(lm, d_bp, lors, d.lm_values.cspan(), s, t); },
+                   "tuning.stencil");
+    expect_invalid([&] { gpu::back(sino, d_bp, lors, d.sino_values.cspan(), s, t); },
+                   "tuning.stencil");
+    expect_invalid([&] { gpu::stencil_workspace<T> bad_width(h.g, s, 3); }, "width");
+    t.stencil = wrong_type.ref();
+    expect_invalid([&] { gpu::back(lm, d_bp, lors, d.lm_values.cspan(), s, t); },
+                   "tuning.stencil");
     s.synchronize();
   }
 
@@ -779,14 +877,12 @@ TEST_F(gpu_test, tof_graph_capture_replays_the_same_result) {
       const std::size_t m = std::min(chunk, n - first);
       const auto lors = d.lors().subview(first, m);
       const auto tof = d.tof.subview(first, m);
-      gpu::forward_tof_sino<T>(d.image, lors, tof,
-                               d_sino.span().subspan(first * nb, m * nb), s);
-      gpu::back_tof_sino<T>(d_bs, lors, tof,
-                            d.sino_values.cspan().subspan(first * nb, m * nb), s);
-      gpu::forward_tof_lm<T>(d.image, lors, d.bins.cspan().subspan(first, m), tof,
-                             d_lm.span().subspan(first, m), s);
-      gpu::back_tof_lm<T>(d_bl, lors, d.bins.cspan().subspan(first, m), tof,
-                          d.lm_values.cspan().subspan(first, m), s);
+      const rp::op::tof_sinogram<T> sino(tof);
+      const rp::op::tof_listmode<T> lm(tof, d.bins.cspan().subspan(first, m));
+      gpu::forward(sino, d.image, lors, d_sino.span().subspan(first * nb, m * nb), s);
+      gpu::back(sino, d_bs, lors, d.sino_values.cspan().subspan(first * nb, m * nb), s);
+      gpu::forward(lm, d.image, lors, d_lm.span().subspan(first, m), s);
+      gpu::back(lm, d_bl, lors, d.lm_values.cspan().subspan(first, m), s);
     }
   };
   enqueue();

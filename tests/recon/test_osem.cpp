@@ -82,18 +82,18 @@ TEST(Osem, OneSubsetEqualsMlem) {
   const auto src = p.sc.source(0);
   const std::size_t n = src.count, nv = p.x_true.size();
   std::vector<float> x(nv, 1.f), sens(nv, 0.f), g(nv), q(n), r(n);
-  resproj::cpu::back<float>({sens.data(), p.sc.image}, src,
-                            resproj::span<const float>(p.model.m.data(), n));
+  resproj::cpu::back(resproj::op::non_tof{}, {sens.data(), p.sc.image}, src,
+                     resproj::span<const float>(p.model.m.data(), n));
   for (int it = 0; it < 3; ++it) {
-    resproj::cpu::forward<float>({x.data(), p.sc.image}, src,
-                                 resproj::span<float>(q.data(), n));
+    resproj::cpu::forward(resproj::op::non_tof{}, {x.data(), p.sc.image}, src,
+                          resproj::span<float>(q.data(), n));
     for (std::size_t i = 0; i < n; ++i) {
       const double e = double(p.model.m[i]) * q[i] + p.model.a[i];
       r[i] = float(p.model.m[i] * p.model.y[i] / e);
     }
     std::fill(g.begin(), g.end(), 0.f);
-    resproj::cpu::back<float>({g.data(), p.sc.image}, src,
-                              resproj::span<const float>(r.data(), n));
+    resproj::cpu::back(resproj::op::non_tof{}, {g.data(), p.sc.image}, src,
+                       resproj::span<const float>(r.data(), n));
     for (std::size_t j = 0; j < nv; ++j)
       x[j] = sens[j] > 0 ? x[j] * g[j] / sens[j] : 0.f;
   }
@@ -123,9 +123,8 @@ TEST(Osem, SinogramAndListmodeAgree) {
   ASSERT_EQ(counts, 20000.0);
 
   std::vector<float> sens(p.x_true.size(), 0.f);
-  resproj::cpu::back<float>(
-      {sens.data(), p.sc.image}, p.sc.source(0),
-      resproj::span<const float>(p.model.m.data(), p.model.m.size()));
+  resproj::cpu::back(resproj::op::non_tof{}, {sens.data(), p.sc.image}, p.sc.source(0),
+                     resproj::span<const float>(p.model.m.data(), p.model.m.size()));
   ex::cpu_sinogram_backend sb(p.sc, hist, p.ones());
   ex::cpu_listmode_backend lb(p.sc, lm, non_tof, sens, p.ones());
   ex::osem(sb, 3);
@@ -147,9 +146,8 @@ TEST(Osem, TofListmodeReconstructs) {
   ASSERT_EQ(perm.size(), lm.count());
   EXPECT_EQ(perm[1], 4u);
   std::vector<float> sens(p.x_true.size(), 0.f);
-  resproj::cpu::back<float>(
-      {sens.data(), p.sc.image}, p.sc.source(0),
-      resproj::span<const float>(p.model.m.data(), p.model.m.size()));
+  resproj::cpu::back(resproj::op::non_tof{}, {sens.data(), p.sc.image}, p.sc.source(0),
+                     resproj::span<const float>(p.model.m.data(), p.model.m.size()));
   ex::cpu_listmode_backend b(p.sc, lm, tof, sens, p.ones());
   const double err0 = error_to(b.x, p.x_true);
   int reported = 0;
@@ -169,8 +167,8 @@ TEST(Osem, SensitivityFromCorrections) {
   osem_problem p(3);
   std::vector<float> ref(p.x_true.size(), 0.f);
   for (int s = 0; s < 3; ++s)
-    resproj::cpu::back<float>(
-        {ref.data(), p.sc.image}, p.sc.source(s),
+    resproj::cpu::back(
+        resproj::op::non_tof{}, {ref.data(), p.sc.image}, p.sc.source(s),
         resproj::span<const float>(p.model.m.data() + p.model.offset[std::size_t(s)],
                                    p.sc.subset_count(s)));
   const auto sens = ex::cpu_sensitivity(p.sc, p.corr);
@@ -181,9 +179,8 @@ TEST(Osem, SensitivityFromCorrections) {
   EXPECT_GT(total, 0.0);
   // The first subsets only (bench_osem's scaled CPU pipeline).
   std::vector<float> ref1(p.x_true.size(), 0.f);
-  resproj::cpu::back<float>(
-      {ref1.data(), p.sc.image}, p.sc.source(0),
-      resproj::span<const float>(p.model.m.data(), p.sc.subset_count(0)));
+  resproj::cpu::back(resproj::op::non_tof{}, {ref1.data(), p.sc.image}, p.sc.source(0),
+                     resproj::span<const float>(p.model.m.data(), p.sc.subset_count(0)));
   EXPECT_LT(rel_diff(ex::cpu_sensitivity(p.sc, p.corr, 1), ref1), 1e-5);
   EXPECT_LT(rel_diff(ex::cpu_sensitivity(p.sc, p.corr, 7), ref), 1e-5);
 }

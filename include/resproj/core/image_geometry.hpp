@@ -14,7 +14,7 @@
 
 RESPROJ_NAMESPACE_BEGIN
 
-/// Voxel grid of an image (see spec/projection.md, "Image").
+/// Voxel grid of an image (see docs/projection.md, "Image").
 ///
 /// - `shape = (n0, n1, n2)`, C-ordered: voxel `[i0,i1,i2]` is at
 ///   `(i0 * n1 + i1) * n2 + i2`.

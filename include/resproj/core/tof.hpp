@@ -1,6 +1,6 @@
 /// @file
 /// @brief `tof_params<T>`: time-of-flight parameters of a projection call
-/// (spec/projection.md, "TOF"), validated before any work.
+/// (docs/projection.md, "TOF"), validated before any work.
 #pragma once
 
 #include <cmath>

@@ -13,7 +13,9 @@
 ///                                work.data(), bytes, s);
 ///     gpu::gather_lors<float>(lors, perm.cspan(), sorted_starts, sorted_ends, s);
 ///     gpu::gather<std::int16_t>(bins, perm.cspan(), sorted_bins, s);
-///     ... project the sorted events; value k belongs to event perm[k]:
+///     ... project the sorted events, declared
+///     `.with_layout(lor_layout::sorted_events())`; value k belongs to
+///     event perm[k]:
 ///     gpu::scatter_back<float>(sorted_values, perm.cspan(), values, s);
 ///
 /// For TOF events the TOF-aware order (the overloads that take the bins
@@ -96,7 +98,8 @@ namespace detail {
 /// direction angle (mod pi), axial tilt, radial offset, axial midpoint.
 /// Events with the same direction and nearly the same radial offset end up
 /// adjacent, ordered along axis 2 (the image's contiguous axis), so that a
-/// warp's samples are neighbours in memory, like `launch_options::rows`.
+/// warp's samples are neighbours in memory, like lanes along sinogram
+/// planes. Declare sorted events with `lor_layout::sorted_events()`.
 inline constexpr int order_angle_bits = 6;
 inline constexpr int order_tilt_bits = 3;
 inline constexpr int order_radial_bits = 8;

@@ -2,13 +2,20 @@
 /// @brief `lor_streamer<T>`: projection of LORs that live in host memory
 /// (STIR-style callers), streamed through preallocated pinned and device
 /// staging with the copy of one chunk overlapping the compute of another.
+/// Same call shape as the resident projectors:
+///
+///     streamer.forward(operation, image, host_lors, host_out, stream);
+///     streamer.back(operation, image, host_lors, host_values, stream);
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -16,6 +23,7 @@
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/lor_sources.hpp"
+#include "resproj/core/operations.hpp"
 #include "resproj/core/span.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
@@ -25,30 +33,81 @@
 #include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
+#include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/listmode_events.cuh"
 #include "resproj/gpu/pinned_buffer.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
-#include "resproj/gpu/tof_projector.cuh"
+#include "resproj/gpu/tuning.hpp"
 #include "resproj/scanner/listmode.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
+namespace detail {
+
+/// The host LOR sources a streamer takes for value type T: end points
+/// (`lor_view`), detector pairs and packed list-mode records.
+template <class L, class T> struct is_streamed_lors : std::false_type {};
+template <class T> struct is_streamed_lors<lor_view<const T>, T> : std::true_type {};
+template <class T> struct is_streamed_lors<lor_view<T>, T> : std::true_type {};
+template <class T> struct is_streamed_lors<detector_pairs<T>, T> : std::true_type {};
+template <class T>
+struct is_streamed_lors<scanner::listmode_records<T>, T> : std::true_type {};
+
+/// Enables a streamer's `forward` / `back` for an operation fitting T and
+/// a host LOR source of value type T.
+template <class Op, class HostLors, class T>
+using if_streamed = std::enable_if_t<resproj::detail::is_operation<Op>::value &&
+                                     resproj::detail::operation_fits<Op, T>::value &&
+                                     is_streamed_lors<HostLors, T>::value>;
+
+/// The list-mode bins of a streamed call come from packed records: an
+/// `op::tof_listmode` with empty `bins` over `scanner::listmode_records`.
+template <class Op, class Lors> bool bins_from_records(const Op &o, const Lors &) {
+  if constexpr (std::is_same_v<Op, op::tof_listmode<typename Lors::value_type>> &&
+                std::is_same_v<Lors,
+                               scanner::listmode_records<typename Lors::value_type>>)
+    return o.bins.empty();
+  else
+    return false;
+}
+
+/// The shared contract check (`resproj::detail::check_projection`) of a
+/// streamed call; list-mode bins may be left in packed records.
+template <class Op, class Lors>
+void check_streamed_projection(const Op &o, const Lors &lors, std::size_t data_size,
+                               const void *data, const char *data_name) {
+  if constexpr (std::is_same_v<Op, op::tof_listmode<typename Lors::value_type>>) {
+    if (bins_from_records(o, lors)) {
+      lors.check("lors");
+      resproj::detail::check_operation(o, lors.count, true);
+      resproj::detail::check_values(data_size, data, lors.count, data_name);
+      return;
+    }
+  }
+  resproj::detail::check_projection(o, lors, data_size, data, data_name);
+}
+
+} // namespace detail
 
 /// Streams host-resident LORs through the GPU in chunks of at most
-/// `max_chunk` LORs. The LORs are explicit end points (24 bytes per LOR
-/// for float), detector pairs against a resident detector table (8 bytes
-/// per LOR, 10 with list-mode TOF bins) or packed `scanner::listmode_event`
-/// records (10 bytes per event, split on the device). Owns, per pipeline
-/// slot, pinned host staging, device staging and a non-blocking stream.
-/// The end-point staging is allocated at construction; the first call that
-/// needs TOF, detector-pair or record staging allocates it (once); later
+/// `max_chunk` LORs. The LORs are explicit end points (`lor_view`, 24 bytes
+/// per LOR for float), detector pairs against a resident detector table
+/// (`detector_pairs`, 8 bytes per LOR) or packed list-mode records
+/// (`scanner::listmode_records`, 10 bytes per event, split on the device).
+/// Owns, per pipeline slot, pinned host staging, device staging and a
+/// non-blocking stream. The end-point staging is allocated at
+/// construction; the first call that needs other staging (detector pairs,
+/// records, TOF values, per-LOR TOF arrays, bins) allocates it once; later
 /// calls allocate nothing.
 ///
 /// Pipeline (per chunk k, slot k mod slots): host copy into pinned staging
 /// (skipped when the caller's array is already pinned), host-to-device
 /// copy, kernel, device-to-host copy of the results, all on the slot's
 /// stream, so the transfers of chunk k+1 overlap the kernel of chunk k.
+/// Every chunk runs the kernel `gpu::forward` / `gpu::back` choose for it:
+/// a chunk of whole sinogram planes of a source with a sinogram `layout`
+/// runs with lanes along planes.
 ///
 /// Every call is HOST-BLOCKING: it returns when the results are in the
 /// caller's host arrays and the host arrays may be reused. Not
@@ -57,20 +116,16 @@ namespace gpu {
 /// device that was current at construction; images must be on that device.
 template <class T> class lor_streamer {
 public:
-  /// @param max_chunk  LORs per chunk (staging capacity), > 0
-  /// @param slots      pipeline depth (>= 2)
-  /// @param options    thread-to-LOR mapping of the kernels (`rows` is
-  ///                    ignored: chunks are taken in memory order)
+  /// @param max_chunk    LORs per chunk (staging capacity), > 0
+  /// @param slots        pipeline depth (>= 2)
   /// @param copy_threads host threads that copy pageable arrays into the
-  ///                    pinned staging (-1: min(4, hardware threads / 2))
+  ///                     pinned staging (-1: min(4, hardware threads / 2))
   /// @throws invalid_argument for max_chunk == 0 or slots < 2;
   ///         gpu_out_of_memory if staging cannot be allocated.
   /// Synchronises the new streams once (allocation is complete on return).
-  explicit lor_streamer(std::size_t max_chunk, int slots = 3,
-                        const launch_options &options = {}, int copy_threads = -1)
-      : max_chunk_(max_chunk), device_(current_device()), options_(options) {
-    options_.rows = 0;
-    options_.check_pointers = false; // staging is ours; the image is checked per call
+  explicit lor_streamer(std::size_t max_chunk, int slots = 3, int copy_threads = -1)
+      : max_chunk_(max_chunk), device_(current_device()) {
+    tuning_.check_pointers = false; // staging is ours; the rest is checked per call
     if (max_chunk == 0)
       resproj::detail::throw_invalid("max_chunk", "must be > 0");
     if (slots < 2)
@@ -91,459 +146,254 @@ public:
   std::size_t max_chunk() const noexcept { return max_chunk_; }
   int device() const noexcept { return device_; }
 
-  /// Forward projection of host LORs: `host_out[i]` = value of LOR i.
-  /// @param image     resident image on the streamer's device
-  /// @param host_lors LORs in host memory (pageable or pinned), any count
-  /// @param host_out  host output, at least `host_lors.count` values
-  /// @param s         stream whose earlier work (e.g. the image upload) the
-  ///                  projection must follow
-  /// @throws invalid_argument (null pointers, device memory given as host
-  ///         arrays, too-small output, image on another device) before any
-  ///         work is enqueued; gpu_error on CUDA failures.
+  /// Forward projection of host LORs: the operation's values of every LOR
+  /// (`op::tof_sinogram`: `[lor][bin]`) into `host_out`.
+  /// @param operation  `op::non_tof{}`, `op::tof_sinogram{tof}` or
+  ///                   `op::tof_listmode{tof, bins}`; per-LOR TOF arrays and
+  ///                   bins in host memory, indexed like `host_lors`. Over
+  ///                   `scanner::listmode_records`, `op::tof_listmode{tof}`
+  ///                   (empty bins) takes the records' TOF bins.
+  /// @param image      resident image on the streamer's device
+  /// @param host_lors  `lor_view` (host end points), `detector_pairs`
+  ///                   (detector table on the streamer's device, pairs in
+  ///                   host memory) or `scanner::listmode_records` (table on
+  ///                   the device, records in host memory); pageable or
+  ///                   pinned, any count. Indices are not checked per LOR
+  ///                   (validate them once, scanner::validate_events).
+  /// @param host_out   host output, `count * values_per_lor` values
+  /// @param s          stream whose earlier work (e.g. the image upload)
+  ///                   the projection must follow
+  /// @throws invalid_argument naming the argument ("host_out",
+  ///         "host_lors.pairs", "host_lors.detectors", "tof.sigma", "bins",
+  ///         "image", ...) for null pointers, device memory given as host
+  ///         arrays (or a host detector table), too-small arrays, bad TOF
+  ///         parameters or an image on another device, before any work is
+  ///         enqueued; gpu_error on CUDA failures.
   /// Host-blocking: returns when `host_out` holds the results.
-  void forward(device_image_view<const T> image, lor_view<const T> host_lors,
-               span<T> host_out, stream_ref s) {
-    forward_impl(image, end_point_source{host_lors}, host_out, s);
+  template <class Op, class HostLors, class = detail::if_streamed<Op, HostLors, T>>
+  void forward(const Op &operation, device_image_view<const T> image,
+               const HostLors &host_lors, span<T> host_out, stream_ref s) {
+    forward_impl(operation, image, source_of(operation, host_lors), host_out, s);
   }
 
-  /// Forward projection of host-resident detector pairs against a
-  /// resident detector table: moves 8 bytes per LOR over the bus (24 for
-  /// end points). `host_lors.detectors` is device memory on the streamer's
-  /// device (e.g. a `device_buffer`), `host_lors.pairs` host memory
-  /// (pageable or pinned). Indices are not checked per LOR (validate them
-  /// once, e.g. with scanner::validate_events).
-  /// @throws as the end-point form ("host_lors.detectors", "host_lors.pairs").
-  /// Host-blocking: returns when `host_out` holds the results.
-  void forward(device_image_view<const T> image, detector_pairs<T> host_lors,
-               span<T> host_out, stream_ref s) {
-    forward_impl(image, pair_source{host_lors}, host_out, s);
-  }
-
-  /// Forward projection of host-resident packed list-mode records (10
-  /// bytes per event over the bus, TOF bins ignored) against a resident
-  /// detector table (`detectors`: xyz per detector, device memory). The
-  /// records are split on the device. Events are not checked (validate
-  /// them once, e.g. with scanner::validate_events).
-  /// @throws as the end-point form ("detectors", "host_events").
-  /// Host-blocking: returns when `host_out` holds the results.
-  void forward(device_image_view<const T> image, span<const T> detectors,
-               span<const scanner::listmode_event> host_events, span<T> host_out,
-               stream_ref s) {
-    forward_impl(image, event_source{detectors, host_events, false}, host_out, s);
-  }
-
-  /// Back projection of host LORs with host values (accumulates into the
-  /// image; zero it first for a plain back projection).
-  /// @param image       resident image on the streamer's device
-  /// @param host_lors   LORs in host memory, any count
-  /// @param host_values at least `host_lors.count` values in host memory
-  /// @param s           stream ordering the image's earlier work
-  /// @throws as `forward` ("host_values").
+  /// Back projection of host LORs with host values (`count *
+  /// values_per_lor`); accumulates into the image (zero it first for a
+  /// plain back projection).
+  /// @param operation, host_lors, s  as `forward`
+  /// @param image        resident image on the streamer's device, updated
+  /// @param host_values  host values, `count * values_per_lor`
+  /// @throws as `forward` ("host_values" instead of "host_out").
   /// Host-blocking: returns when the back projection is complete on the GPU.
-  void back(device_image_view<T> image, lor_view<const T> host_lors,
+  template <class Op, class HostLors, class = detail::if_streamed<Op, HostLors, T>>
+  void back(const Op &operation, device_image_view<T> image, const HostLors &host_lors,
             span<const T> host_values, stream_ref s) {
-    back_impl(image, end_point_source{host_lors}, host_values, s);
-  }
-
-  /// Back projection of host detector pairs (see the detector-pair `forward`).
-  /// Host-blocking.
-  void back(device_image_view<T> image, detector_pairs<T> host_lors,
-            span<const T> host_values, stream_ref s) {
-    back_impl(image, pair_source{host_lors}, host_values, s);
-  }
-
-  /// Back projection of host packed records (see the record `forward`).
-  /// Host-blocking.
-  void back(device_image_view<T> image, span<const T> detectors,
-            span<const scanner::listmode_event> host_events, span<const T> host_values,
-            stream_ref s) {
-    back_impl(image, event_source{detectors, host_events, false}, host_values, s);
-  }
-
-  /// TOF sinogram forward projection of host LORs: `host_out[i * N + j]` =
-  /// value of LOR i at TOF bin j (N = `host_tof.num_bins`).
-  /// @param host_tof  TOF parameters; per-LOR `sigmas` / `center_offsets`,
-  ///                  when given, are host arrays indexed like `host_lors`
-  /// @param host_out  host output, at least `host_lors.count * N` values
-  /// @throws as `forward`, plus the TOF parameters ("tof.sigma", ...).
-  /// The first TOF call (or the first with more bins than before) allocates
-  /// the streamer's TOF staging (max_chunk * N values per slot); later calls
-  /// allocate nothing. Host-blocking: returns when `host_out` holds the
-  /// results.
-  void forward_tof_sino(device_image_view<const T> image, lor_view<const T> host_lors,
-                        const tof_params<T> &host_tof, span<T> host_out, stream_ref s) {
-    forward_tof_sino_impl(image, end_point_source{host_lors}, host_tof, host_out, s);
-  }
-
-  /// As above for host detector pairs and a resident detector table.
-  void forward_tof_sino(device_image_view<const T> image, detector_pairs<T> host_lors,
-                        const tof_params<T> &host_tof, span<T> host_out, stream_ref s) {
-    forward_tof_sino_impl(image, pair_source{host_lors}, host_tof, host_out, s);
-  }
-
-  /// TOF sinogram back projection of host LORs with host values
-  /// (`host_values[i * N + j]`); accumulates into the image.
-  /// @throws as `forward_tof_sino` ("host_values").
-  /// Host-blocking: returns when the back projection is complete on the GPU.
-  void back_tof_sino(device_image_view<T> image, lor_view<const T> host_lors,
-                     const tof_params<T> &host_tof, span<const T> host_values,
-                     stream_ref s) {
-    back_tof_sino_impl(image, end_point_source{host_lors}, host_tof, host_values, s);
-  }
-
-  /// As above for host detector pairs and a resident detector table.
-  void back_tof_sino(device_image_view<T> image, detector_pairs<T> host_lors,
-                     const tof_params<T> &host_tof, span<const T> host_values,
-                     stream_ref s) {
-    back_tof_sino_impl(image, pair_source{host_lors}, host_tof, host_values, s);
-  }
-
-  /// TOF list-mode forward projection of host events: `host_out[i]` = value
-  /// of event i (LOR i at bin `host_bins[i]`).
-  /// @param host_bins  host array of at least `host_lors.count` bins
-  /// @throws as `forward_tof_sino`, and "host_bins".
-  /// Host-blocking: returns when `host_out` holds the results.
-  void forward_tof_lm(device_image_view<const T> image, lor_view<const T> host_lors,
-                      span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                      span<T> host_out, stream_ref s) {
-    forward_tof_lm_impl(image, end_point_source{host_lors}, host_bins, true, host_tof,
-                        host_out, s);
-  }
-
-  /// As above for host detector pairs (and host bins) against a resident
-  /// detector table: 10 bytes per event over the bus.
-  void forward_tof_lm(device_image_view<const T> image, detector_pairs<T> host_lors,
-                      span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                      span<T> host_out, stream_ref s) {
-    forward_tof_lm_impl(image, pair_source{host_lors}, host_bins, true, host_tof,
-                        host_out, s);
-  }
-
-  /// As above for host packed records (detector pairs and TOF bins, 10
-  /// bytes per event over the bus) against a resident detector table
-  /// (device memory, xyz per detector). Events are not checked (validate
-  /// them once, e.g. with scanner::validate_events; a bin outside the bins
-  /// contributes 0).
-  /// @throws as the end-point form ("detectors", "host_events").
-  void forward_tof_lm(device_image_view<const T> image, span<const T> detectors,
-                      span<const scanner::listmode_event> host_events,
-                      const tof_params<T> &host_tof, span<T> host_out, stream_ref s) {
-    forward_tof_lm_impl(image, event_source{detectors, host_events, true}, {}, false,
-                        host_tof, host_out, s);
-  }
-
-  /// TOF list-mode back projection of host events with host values
-  /// (accumulates into the image).
-  /// @throws as `forward_tof_lm` ("host_values").
-  /// Host-blocking: returns when the back projection is complete on the GPU.
-  void back_tof_lm(device_image_view<T> image, lor_view<const T> host_lors,
-                   span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                   span<const T> host_values, stream_ref s) {
-    back_tof_lm_impl(image, end_point_source{host_lors}, host_bins, true, host_tof,
-                     host_values, s);
-  }
-
-  /// As above for host detector pairs and a resident detector table.
-  void back_tof_lm(device_image_view<T> image, detector_pairs<T> host_lors,
-                   span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                   span<const T> host_values, stream_ref s) {
-    back_tof_lm_impl(image, pair_source{host_lors}, host_bins, true, host_tof,
-                     host_values, s);
-  }
-
-  /// As above for host packed records and a resident detector table.
-  void back_tof_lm(device_image_view<T> image, span<const T> detectors,
-                   span<const scanner::listmode_event> host_events,
-                   const tof_params<T> &host_tof, span<const T> host_values,
-                   stream_ref s) {
-    back_tof_lm_impl(image, event_source{detectors, host_events, true}, {}, false,
-                     host_tof, host_values, s);
+    back_impl(operation, image, source_of(operation, host_lors), host_values, s);
   }
 
 private:
   struct slot;
 
-  // Host LOR sources. Each checks its host arrays (`check`), allocates the
-  // slots' staging it needs (`reserve`) and stages chunk [first, first + n)
-  // to a slot's device staging on the slot's stream (`stage`, returning the
-  // chunk's device LOR source).
+  // Host LOR sources. Each names its host arrays (`lors`, for the shared
+  // check), checks where they live (`check_residency`), says which staging
+  // it needs and stages chunk [first, first + n) to a slot's device staging
+  // on the slot's stream (`stage`, returning the chunk's device LOR source,
+  // with the host source's layout).
 
   /// Explicit end points in host memory (24 bytes per LOR for float).
   struct end_point_source {
-    lor_view<const T> host;
-    std::size_t count() const { return host.count; }
-    void check(lor_streamer &) const {
-      resproj::detail::check_lors(host, "host_lors");
-      if (host.count == 0)
-        return;
-      require_host_pointer(host.starts, "host_lors.starts");
-      require_host_pointer(host.ends, "host_lors.ends");
+    static constexpr bool pairs = false, events = false;
+    lor_view<const T> lors;
+    void check_residency(const lor_streamer &) const {
+      require_host_pointer(lors.starts, "host_lors.starts");
+      require_host_pointer(lors.ends, "host_lors.ends");
     }
-    void reserve(lor_streamer &) const {}
     lor_view<const T> stage(lor_streamer &st, slot &sl, std::size_t first,
                             std::size_t n) const {
-      st.stage(sl, host.starts, 3 * first, 3 * n, sl.h_starts.data(), sl.d_starts.data());
-      st.stage(sl, host.ends, 3 * first, 3 * n, sl.h_ends.data(), sl.d_ends.data());
-      return sl.lors(n);
+      st.stage(sl, lors.starts, 3 * first, 3 * n, sl.h_starts.data(), sl.d_starts.data());
+      st.stage(sl, lors.ends, 3 * first, 3 * n, sl.h_ends.data(), sl.d_ends.data());
+      return lor_view<const T>(sl.d_starts.data(), sl.d_ends.data(), n, lors.layout);
     }
   };
 
   /// Detector pairs in host memory, detector table on the device (8 bytes
   /// per LOR).
   struct pair_source {
-    detector_pairs<T> host;
-    std::size_t count() const { return host.count; }
-    void check(lor_streamer &st) const {
-      host.check("host_lors");
-      if (host.count == 0)
-        return;
-      require_device_pointer(host.detectors, st.device_, "host_lors.detectors");
-      require_host_pointer(host.pairs, "host_lors.pairs");
+    static constexpr bool pairs = true, events = false;
+    detector_pairs<T> lors;
+    void check_residency(const lor_streamer &st) const {
+      require_device_pointer(lors.detectors, st.device_, "host_lors.detectors");
+      require_host_pointer(lors.pairs, "host_lors.pairs");
     }
-    void reserve(lor_streamer &st) const { st.reserve_indexed(false, false); }
     detector_pairs<T> stage(lor_streamer &st, slot &sl, std::size_t first,
                             std::size_t n) const {
-      st.stage(sl, host.pairs, 2 * first, 2 * n, sl.h_pairs.data(), sl.d_pairs.data());
-      return detector_pairs<T>(host.detectors, host.num_detectors, sl.d_pairs.data(), n);
+      st.stage(sl, lors.pairs, 2 * first, 2 * n, sl.h_pairs.data(), sl.d_pairs.data());
+      return detector_pairs<T>(lors.detectors, lors.num_detectors, sl.d_pairs.data(), n,
+                               lors.layout);
     }
   };
 
   /// Packed records in host memory (10 bytes per event), split on the
-  /// device into pairs (and TOF bins when `with_bins`).
+  /// device into pairs (and into the slot's bins when `with_bins`).
   struct event_source {
-    span<const T> detectors;
-    span<const scanner::listmode_event> host;
+    static constexpr bool pairs = true, events = true;
+    scanner::listmode_records<T> lors;
     bool with_bins;
-    std::size_t count() const { return host.size(); }
-    void check(lor_streamer &st) const {
-      if (host.empty())
-        return;
-      if (detectors.empty() || detectors.data() == nullptr)
-        resproj::detail::throw_invalid("detectors", "empty detector table");
-      if (detectors.size() % 3 != 0)
-        resproj::detail::throw_invalid("detectors",
-                                       "size must be a multiple of 3 (xyz per detector), "
-                                       "got " +
-                                           std::to_string(detectors.size()));
-      require_device_pointer(detectors.data(), st.device_, "detectors");
-      if (host.data() == nullptr)
-        resproj::detail::throw_invalid("host_events", "null pointer");
-      require_host_pointer(host.data(), "host_events");
+    void check_residency(const lor_streamer &st) const {
+      require_device_pointer(lors.detectors, st.device_, "host_lors.detectors");
+      require_host_pointer(lors.events, "host_lors.events");
     }
-    void reserve(lor_streamer &st) const { st.reserve_indexed(true, with_bins); }
     detector_pairs<T> stage(lor_streamer &st, slot &sl, std::size_t first,
                             std::size_t n) const {
-      st.stage(sl, host.data(), first, n, sl.h_events.data(), sl.d_events.data());
+      st.stage(sl, lors.events, first, n, sl.h_events.data(), sl.d_events.data());
       detail::launch(detail::split_events_kernel<scanner::listmode_event>,
                      (n + 255) / 256, 256, sl.stream, "split_events_kernel",
                      sl.d_events.data(), n, sl.d_pairs.data(),
                      with_bins ? sl.d_bins.data() : static_cast<std::int16_t *>(nullptr));
-      return detector_pairs<T>(detectors.data(), detectors.size() / 3, sl.d_pairs.data(),
-                               n);
+      return detector_pairs<T>(lors.detectors, lors.num_detectors, sl.d_pairs.data(), n,
+                               lors.layout);
     }
   };
 
-  template <class Src>
-  void forward_impl(const device_image_view<const T> &image, const Src &src,
+  template <class Op, class U>
+  static end_point_source source_of(const Op &, const lor_view<U> &l) {
+    return end_point_source{l.normalized()};
+  }
+  template <class Op>
+  static pair_source source_of(const Op &, const detector_pairs<T> &l) {
+    return pair_source{l};
+  }
+  template <class Op>
+  static event_source source_of(const Op &o, const scanner::listmode_records<T> &l) {
+    return event_source{l, detail::bins_from_records(o, l)};
+  }
+
+  template <class Op, class Src>
+  void forward_impl(const Op &o, const device_image_view<const T> &image, const Src &src,
                     span<T> host_out, stream_ref s) {
-    check(image, src, host_out.data(), host_out.size(), "host_out", s);
-    if (src.count() == 0)
+    check(o, image, src, host_out.data(), host_out.size(), "host_out", s);
+    const std::size_t per_lor = o.values_per_lor();
+    if (src.lors.count == 0)
       return;
-    src.reserve(*this);
+    reserve(o, src, per_lor);
     run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
+      const Op chunk = stage_operation(sl, o, first, n);
+      const std::size_t m = n * per_lor;
       const bool direct = out_pinned_;
-      T *dst = direct ? host_out.data() + first : sl.h_data.data();
-      gpu::forward<T>(image, lors, sl.d_data.span().subspan(0, n), options_, sl.stream);
-      RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, sl.d_data.data(), n * sizeof(T),
+      T *dst = direct ? host_out.data() + first * per_lor : sl.h_data.data();
+      gpu::forward(chunk, image, lors, sl.d_data.span().subspan(0, m), sl.stream,
+                   tuning_);
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, sl.d_data.data(), m * sizeof(T),
                                        cudaMemcpyDeviceToHost, sl.stream.get()));
-      sl.pending_out = direct ? nullptr : host_out.data() + first;
-      sl.pending_count = n;
+      sl.pending_out = direct ? nullptr : host_out.data() + first * per_lor;
+      sl.pending_count = m;
     });
   }
 
-  template <class Src>
-  void back_impl(const device_image_view<T> &image, const Src &src,
+  template <class Op, class Src>
+  void back_impl(const Op &o, const device_image_view<T> &image, const Src &src,
                  span<const T> host_values, stream_ref s) {
-    check(image, src, host_values.data(), host_values.size(), "host_values", s);
-    if (src.count() == 0)
+    check(o, image, src, host_values.data(), host_values.size(), "host_values", s);
+    const std::size_t per_lor = o.values_per_lor();
+    if (src.lors.count == 0)
       return;
-    src.reserve(*this);
+    reserve(o, src, per_lor);
     run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
-      stage(sl, host_values.data(), first, n, sl.h_data.data(), sl.d_data.data());
-      gpu::back<T>(image, lors, sl.d_data.cspan().subspan(0, n), options_, sl.stream);
+      const Op chunk = stage_operation(sl, o, first, n);
+      const std::size_t m = n * per_lor;
+      stage(sl, host_values.data(), first * per_lor, m, sl.h_data.data(),
+            sl.d_data.data());
+      gpu::back(chunk, image, lors, sl.d_data.cspan().subspan(0, m), sl.stream, tuning_);
       sl.pending_out = nullptr;
       sl.pending_count = 0;
     });
   }
 
-  template <class Src>
-  void forward_tof_sino_impl(const device_image_view<const T> &image, const Src &src,
-                             const tof_params<T> &host_tof, span<T> host_out,
-                             stream_ref s) {
-    const std::size_t nb = std::size_t(host_tof.num_bins > 0 ? host_tof.num_bins : 0);
-    check(image, src, host_out.data(), host_out.size(), "host_out", s, nb);
-    check_tof_host(src.count(), host_tof, nullptr, 0, false);
-    if (src.count() == 0)
+  /// Checks a call before anything is enqueued: stream and image, the
+  /// shared contract (host LORs, operation, size of the output / values),
+  /// then where every array lives.
+  template <class Op, class Src>
+  void check(const Op &o, const device_image_view<const T> &image, const Src &src,
+             const void *data, std::size_t size, const char *name, stream_ref s) {
+    detail::require_explicit_stream(s, "stream");
+    if (image.data == nullptr)
+      resproj::detail::throw_invalid("image.data", "null pointer");
+    if (image.device != device_)
+      resproj::detail::throw_invalid("image",
+                                     "on device " + std::to_string(image.device) +
+                                         ", the streamer's staging is on device " +
+                                         std::to_string(device_));
+    require_device_pointer(image.data, image.device, "image.data");
+    src.lors.check("host_lors"); // null host LOR arrays, named as the argument
+    detail::check_streamed_projection(o, src.lors, size, data, name);
+    if (src.lors.count == 0)
       return;
-    src.reserve(*this);
-    reserve_tof(nb, host_tof, false);
-    run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
-      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
-      const bool direct = out_pinned_;
-      T *dst = direct ? host_out.data() + first * nb : sl.h_rows.data();
-      gpu::forward_tof_sino<T>(image, lors, t, sl.d_rows.span().subspan(0, n * nb),
-                               options_, sl.stream);
-      RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, sl.d_rows.data(), n * nb * sizeof(T),
-                                       cudaMemcpyDeviceToHost, sl.stream.get()));
-      sl.pending_out = direct ? nullptr : host_out.data() + first * nb;
-      sl.pending_src = sl.h_rows.data();
-      sl.pending_count = n * nb;
-    });
+    src.check_residency(*this);
+    resproj::detail::for_each_operation_region(
+        o, [](const void *p, const char *region) { require_host_pointer(p, region); });
+    require_host_pointer(data, name);
+    out_pinned_ = is_pinned(data);
   }
 
-  template <class Src>
-  void back_tof_sino_impl(const device_image_view<T> &image, const Src &src,
-                          const tof_params<T> &host_tof, span<const T> host_values,
-                          stream_ref s) {
-    const std::size_t nb = std::size_t(host_tof.num_bins > 0 ? host_tof.num_bins : 0);
-    check(image, src, host_values.data(), host_values.size(), "host_values", s, nb);
-    check_tof_host(src.count(), host_tof, nullptr, 0, false);
-    if (src.count() == 0)
-      return;
-    src.reserve(*this);
-    reserve_tof(nb, host_tof, false);
-    run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
-      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
-      stage(sl, host_values.data(), first * nb, n * nb, sl.h_rows.data(),
-            sl.d_rows.data());
-      gpu::back_tof_sino<T>(image, lors, t, sl.d_rows.cspan().subspan(0, n * nb),
-                            options_, sl.stream);
-      sl.pending_out = nullptr;
-      sl.pending_count = 0;
-    });
-  }
-
-  /// `host_bins_given`: bins come from `host_bins` (else the source
-  /// stages them into the slot's `d_bins`).
-  template <class Src>
-  void forward_tof_lm_impl(const device_image_view<const T> &image, const Src &src,
-                           span<const std::int16_t> host_bins, bool host_bins_given,
-                           const tof_params<T> &host_tof, span<T> host_out,
-                           stream_ref s) {
-    check(image, src, host_out.data(), host_out.size(), "host_out", s);
-    check_tof_host(src.count(), host_tof, host_bins.data(), host_bins.size(),
-                   host_bins_given);
-    if (src.count() == 0)
-      return;
-    src.reserve(*this);
-    reserve_tof(0, host_tof, true);
-    run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
-      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
-      const span<const std::int16_t> bins =
-          host_bins_given ? stage_bins(sl, host_bins, first, n)
-                          : span<const std::int16_t>(sl.d_bins.data(), n);
-      const bool direct = out_pinned_;
-      T *dst = direct ? host_out.data() + first : sl.h_data.data();
-      gpu::forward_tof_lm<T>(image, lors, bins, t, sl.d_data.span().subspan(0, n),
-                             options_, sl.stream);
-      RESPROJ_CUDA_TRY(cudaMemcpyAsync(dst, sl.d_data.data(), n * sizeof(T),
-                                       cudaMemcpyDeviceToHost, sl.stream.get()));
-      sl.pending_out = direct ? nullptr : host_out.data() + first;
-      sl.pending_count = n;
-    });
-  }
-
-  template <class Src>
-  void back_tof_lm_impl(const device_image_view<T> &image, const Src &src,
-                        span<const std::int16_t> host_bins, bool host_bins_given,
-                        const tof_params<T> &host_tof, span<const T> host_values,
-                        stream_ref s) {
-    check(image, src, host_values.data(), host_values.size(), "host_values", s);
-    check_tof_host(src.count(), host_tof, host_bins.data(), host_bins.size(),
-                   host_bins_given);
-    if (src.count() == 0)
-      return;
-    src.reserve(*this);
-    reserve_tof(0, host_tof, true);
-    run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
-      const tof_params<T> t = stage_tof(sl, host_tof, first, n);
-      const span<const std::int16_t> bins =
-          host_bins_given ? stage_bins(sl, host_bins, first, n)
-                          : span<const std::int16_t>(sl.d_bins.data(), n);
-      stage(sl, host_values.data(), first, n, sl.h_data.data(), sl.d_data.data());
-      gpu::back_tof_lm<T>(image, lors, bins, t, sl.d_data.cspan().subspan(0, n), options_,
-                          sl.stream);
-      sl.pending_out = nullptr;
-      sl.pending_count = 0;
-    });
-  }
-
-  /// Allocates the detector-pair staging (and the packed-record staging
-  /// when `events`; the bin staging when `bins`), once.
-  void reserve_indexed(bool events, bool bins) {
+  /// Allocates the staging a call needs, once (the values staging grows
+  /// when a call needs more values per LOR than before).
+  template <class Op, class Src>
+  void reserve(const Op &o, const Src &, std::size_t per_lor) {
+    const std::size_t n = max_chunk_;
+    const op_staging need = staging_of(o);
     const device_guard guard(device_);
     for (auto &sl : slots_) {
-      if (sl.d_pairs.size() < 2 * max_chunk_) {
-        sl.d_pairs = device_buffer<std::int32_t>(2 * max_chunk_, sl.stream);
-        sl.h_pairs = pinned_buffer<std::int32_t>(2 * max_chunk_);
-      }
-      if (events && sl.d_events.size() < max_chunk_) {
-        sl.d_events = device_buffer<scanner::listmode_event>(max_chunk_, sl.stream);
-        sl.h_events = pinned_buffer<scanner::listmode_event>(max_chunk_);
-      }
-      if (bins && sl.d_bins.size() < max_chunk_) {
-        sl.d_bins = device_buffer<std::int16_t>(max_chunk_, sl.stream);
-        sl.h_bins = pinned_buffer<std::int16_t>(max_chunk_);
-      }
+      grow(sl, sl.d_data, sl.h_data, n * per_lor);
+      if (Src::pairs)
+        grow(sl, sl.d_pairs, sl.h_pairs, 2 * n);
+      if (Src::events)
+        grow(sl, sl.d_events, sl.h_events, n);
+      if (need.bins)
+        grow(sl, sl.d_bins, sl.h_bins, n);
+      if (need.sigmas)
+        grow(sl, sl.d_sigmas, sl.h_sigmas, n);
+      if (need.offsets)
+        grow(sl, sl.d_offsets, sl.h_offsets, n);
     }
   }
 
-  /// TOF checks of a streamer call (after `check`): parameters, host bins
-  /// and host per-LOR arrays.
-  void check_tof_host(std::size_t count, const tof_params<T> &tof,
-                      const std::int16_t *bins, std::size_t bins_size, bool with_bins) {
-    resproj::detail::check_tof(tof, count);
-    if (with_bins) {
-      if (bins_size < count)
-        resproj::detail::throw_invalid("host_bins",
-                                       "too small: holds " + std::to_string(bins_size) +
-                                           " elements, needs " + std::to_string(count));
-      if (count > 0 && bins == nullptr)
-        resproj::detail::throw_invalid("host_bins", "null pointer");
-    }
-    if (count == 0)
+  template <class E>
+  static void grow(slot &sl, device_buffer<E> &d, pinned_buffer<E> &h, std::size_t n) {
+    if (d.size() >= n)
       return;
-    if (!tof.sigmas.empty())
-      require_host_pointer(tof.sigmas.data(), "tof.sigmas");
-    if (!tof.center_offsets.empty())
-      require_host_pointer(tof.center_offsets.data(), "tof.center_offsets");
-    if (with_bins)
-      require_host_pointer(bins, "host_bins");
+    d = device_buffer<E>(n, sl.stream);
+    h = pinned_buffer<E>(n);
   }
 
-  /// Allocates the TOF staging a call needs, once (grows when a call needs
-  /// more sinogram bins than before).
-  void reserve_tof(std::size_t bins_per_lor, const tof_params<T> &tof, bool need_bins) {
-    const device_guard guard(device_);
-    for (auto &sl : slots_) {
-      const std::size_t rows = max_chunk_ * bins_per_lor;
-      if (rows > sl.d_rows.size()) {
-        sl.d_rows = device_buffer<T>(rows, sl.stream);
-        sl.h_rows = pinned_buffer<T>(rows);
-      }
-      if (need_bins && sl.d_bins.size() < max_chunk_) {
-        sl.d_bins = device_buffer<std::int16_t>(max_chunk_, sl.stream);
-        sl.h_bins = pinned_buffer<std::int16_t>(max_chunk_);
-      }
-      if (!tof.sigmas.empty() && sl.d_sigmas.size() < max_chunk_) {
-        sl.d_sigmas = device_buffer<T>(max_chunk_, sl.stream);
-        sl.h_sigmas = pinned_buffer<T>(max_chunk_);
-      }
-      if (!tof.center_offsets.empty() && sl.d_offsets.size() < max_chunk_) {
-        sl.d_offsets = device_buffer<T>(max_chunk_, sl.stream);
-        sl.h_offsets = pinned_buffer<T>(max_chunk_);
-      }
-    }
+  /// Per-LOR staging of an operation: TOF sigmas, centre offsets, bins
+  /// (staged from the operation or split from the records).
+  struct op_staging {
+    bool sigmas = false, offsets = false, bins = false;
+  };
+  static op_staging staging_of(const op::non_tof &) { return {}; }
+  static op_staging staging_of(const op::tof_sinogram<T> &o) {
+    return {!o.tof.sigmas.empty(), !o.tof.center_offsets.empty(), false};
+  }
+  static op_staging staging_of(const op::tof_listmode<T> &o) {
+    return {!o.tof.sigmas.empty(), !o.tof.center_offsets.empty(), true};
+  }
+
+  /// The operation of chunk [first, first + n): its per-LOR host arrays
+  /// staged to the slot's device staging. Empty list-mode bins are the
+  /// records' bins, split into the slot's bins by `event_source::stage`.
+  op::non_tof stage_operation(slot &, const op::non_tof &o, std::size_t, std::size_t) {
+    return o;
+  }
+  op::tof_sinogram<T> stage_operation(slot &sl, const op::tof_sinogram<T> &o,
+                                      std::size_t first, std::size_t n) {
+    return op::tof_sinogram<T>(stage_tof(sl, o.tof, first, n));
+  }
+  op::tof_listmode<T> stage_operation(slot &sl, const op::tof_listmode<T> &o,
+                                      std::size_t first, std::size_t n) {
+    const tof_params<T> t = stage_tof(sl, o.tof, first, n);
+    if (o.bins.empty())
+      return op::tof_listmode<T>(t, span<const std::int16_t>(sl.d_bins.data(), n));
+    stage(sl, o.bins.data(), first, n, sl.h_bins.data(), sl.d_bins.data());
+    return op::tof_listmode<T>(t, span<const std::int16_t>(sl.d_bins.data(), n));
   }
 
   /// Copies one host array chunk into a slot's device staging (through
@@ -576,68 +426,32 @@ private:
     return t;
   }
 
-  span<const std::int16_t> stage_bins(slot &sl, span<const std::int16_t> host_bins,
-                                      std::size_t first, std::size_t n) {
-    stage(sl, host_bins.data(), first, n, sl.h_bins.data(), sl.d_bins.data());
-    return span<const std::int16_t>(sl.d_bins.data(), n);
-  }
   struct slot {
     explicit slot(std::size_t n)
         : stream(), d_starts(3 * n, stream), d_ends(3 * n, stream), d_data(n, stream),
           h_starts(3 * n), h_ends(3 * n), h_data(n) {}
-    lor_view<const T> lors(std::size_t n) const {
-      return lor_view<const T>(d_starts.data(), d_ends.data(), n);
-    }
     gpu::stream stream;
-    device_buffer<T> d_starts, d_ends, d_data;
+    device_buffer<T> d_starts, d_ends;
+    /// Values of a chunk (output or input), `values_per_lor` per LOR;
+    /// grows with the first call that needs more (see `reserve`).
+    device_buffer<T> d_data;
     pinned_buffer<T> h_starts, h_ends, h_data;
     event done;
     bool busy = false;
-    T *pending_out = nullptr;       ///< where h_data must be copied once done
-    const T *pending_src = nullptr; ///< staged results (nullptr: h_data)
+    T *pending_out = nullptr; ///< where h_data must be copied once done
     std::size_t pending_count = 0;
-    // TOF staging, allocated by the first TOF call that needs it (see
-    // `reserve_tof`): N-wide sinogram rows, list-mode bins, per-LOR sigma
-    // and centre offset.
-    device_buffer<T> d_rows, d_sigmas, d_offsets;
-    pinned_buffer<T> h_rows, h_sigmas, h_offsets;
+    // Staging allocated by the first call that needs it (see `reserve`):
+    // per-LOR sigma and centre offset, list-mode bins, detector pairs and
+    // packed records (split on the device).
+    device_buffer<T> d_sigmas, d_offsets;
+    pinned_buffer<T> h_sigmas, h_offsets;
     device_buffer<std::int16_t> d_bins;
     pinned_buffer<std::int16_t> h_bins;
-    // Detector-pair staging (pairs, and packed records split on the
-    // device), allocated by the first call that needs it (`reserve_indexed`).
     device_buffer<std::int32_t> d_pairs;
     pinned_buffer<std::int32_t> h_pairs;
     device_buffer<scanner::listmode_event> d_events;
     pinned_buffer<scanner::listmode_event> h_events;
   };
-
-  /// Checks shared by every call (image, stream, output / values array),
-  /// then the host source's own checks.
-  template <class Src>
-  void check(const device_image_view<const T> &image, const Src &src, const void *data,
-             std::size_t size, const char *name, stream_ref s, std::size_t per_lor = 1) {
-    detail::require_explicit_stream(s, "stream");
-    if (image.data == nullptr)
-      resproj::detail::throw_invalid("image.data", "null pointer");
-    if (image.device != device_)
-      resproj::detail::throw_invalid("image",
-                                     "on device " + std::to_string(image.device) +
-                                         ", the streamer's staging is on device " +
-                                         std::to_string(device_));
-    require_device_pointer(image.data, image.device, "image.data");
-    src.check(*this);
-    const std::size_t count = src.count();
-    if (size < count * per_lor)
-      resproj::detail::throw_invalid(name, "too small: holds " + std::to_string(size) +
-                                               " elements, needs " +
-                                               std::to_string(count * per_lor));
-    if (count > 0 && data == nullptr)
-      resproj::detail::throw_invalid(name, "null pointer");
-    if (count == 0)
-      return;
-    require_host_pointer(data, name);
-    out_pinned_ = is_pinned(data);
-  }
 
   static void require_host_pointer(const void *p, const char *name) {
     const pointer_info info = query_pointer(p);
@@ -653,11 +467,8 @@ private:
       return;
     sl.done.synchronize();
     if (sl.pending_out != nullptr)
-      copier_->copy(sl.pending_out,
-                    sl.pending_src != nullptr ? sl.pending_src : sl.h_data.data(),
-                    sl.pending_count * sizeof(T));
+      copier_->copy(sl.pending_out, sl.h_data.data(), sl.pending_count * sizeof(T));
     sl.pending_out = nullptr;
-    sl.pending_src = nullptr;
     sl.busy = false;
   }
 
@@ -666,7 +477,7 @@ private:
   /// `enqueue(slot, device_lors, first, n)` to enqueue the rest.
   template <class Src, class Enqueue>
   void run(const Src &src, stream_ref s, Enqueue &&enqueue) {
-    const std::size_t count = src.count();
+    const std::size_t count = src.lors.count;
     if (count == 0)
       return;
     const device_guard guard(device_);
@@ -700,7 +511,7 @@ private:
 
   std::size_t max_chunk_;
   int device_;
-  launch_options options_;
+  tuning tuning_;
   std::vector<slot> slots_;
   event start_;
   std::unique_ptr<detail::parallel_copier> copier_;

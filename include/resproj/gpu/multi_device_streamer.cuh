@@ -1,8 +1,8 @@
 /// @file
 /// @brief `multi_device_streamer<T>`: projections of host-resident LORs
-/// (end points, detector pairs, packed list-mode records; with TOF) split
-/// across the devices of a `replicated_image`, one `lor_streamer` per device,
-/// all devices streaming at the same time.
+/// (end points, detector pairs, packed list-mode records; every operation)
+/// split across the devices of a `replicated_image`, one `lor_streamer` per
+/// device, all devices streaming at the same time.
 #pragma once
 
 #include <cstddef>
@@ -11,13 +11,14 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/lor_sources.hpp"
+#include "resproj/core/operations.hpp"
 #include "resproj/core/span.hpp"
-#include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/gpu/detail/multi_split.cuh"
 #include "resproj/gpu/device.cuh"
@@ -37,93 +38,98 @@ inline void require_host_array(const void *p, const std::string &name) {
                                          "gpu::forward/back for device-resident LORs)");
 }
 
-// Host LOR sources of a multi-device streamer call: `count()`, `check(set)`
-// (everything the per-device streamers would reject, before any device
-// starts) and `apply(i, range, f)`, which calls `f` with device i's part in
-// the argument form of the `lor_streamer` call.
+// Host LOR sources of a multi-device streamer call: `count()`, `lors()`
+// (the source of the shared contract check), `check(set)` (the host LORs
+// for every device: everything the per-device streamers would reject about
+// them, before any device starts) and `part(i, range)`, device i's part in
+// the form its `lor_streamer` takes.
 
 /// Explicit end points in host memory, shared by every device.
 template <class T> struct host_end_points {
-  static constexpr bool records = false;
-  lor_view<const T> lors;
-  std::size_t count() const { return lors.count; }
+  lor_view<const T> all;
+  std::size_t count() const { return all.count; }
+  const lor_view<const T> &lors() const { return all; }
   void check(const device_set &) const {
-    resproj::detail::check_lors(lors, "host_lors");
-    if (lors.count == 0)
+    all.check("host_lors");
+    if (all.count == 0)
       return;
-    require_host_array(lors.starts, "host_lors.starts");
-    require_host_array(lors.ends, "host_lors.ends");
+    require_host_array(all.starts, "host_lors.starts");
+    require_host_array(all.ends, "host_lors.ends");
   }
-  template <class F> void apply(int, lor_range r, F &&f) const {
-    f(lors.subview(r.first, r.count));
-  }
+  lor_view<const T> part(int, lor_range r) const { return all.subview(r.first, r.count); }
 };
 
-/// Host detector pairs (the same pairs for every device) against one
-/// detector table per device.
-template <class T> struct host_pairs {
-  static constexpr bool records = false;
-  const std::vector<detector_pairs<T>> *lors;
-  std::size_t count() const { return lors->empty() ? 0 : lors->front().count; }
+/// The host array of per-device entries (shared by every entry) and its name.
+template <class T> const void *host_array(const detector_pairs<T> &l) { return l.pairs; }
+template <class T> const void *host_array(const scanner::listmode_records<T> &l) {
+  return l.events;
+}
+template <class T> const char *host_array_name(const detector_pairs<T> &) {
+  return ".pairs";
+}
+template <class T> const char *host_array_name(const scanner::listmode_records<T> &) {
+  return ".events";
+}
+
+/// Host detector pairs or packed records (the same host array for every
+/// device) against one detector table per device (`Lors`:
+/// `detector_pairs<T>` or `scanner::listmode_records<T>`).
+template <class Lors> struct host_per_device {
+  const std::vector<Lors> *entries;
+  std::size_t count() const { return entries->empty() ? 0 : entries->front().count; }
+  const Lors &lors() const { return entries->front(); }
   void check(const device_set &set) const {
-    const std::vector<detector_pairs<T>> &v = *lors;
+    const std::vector<Lors> &v = *entries;
     if (v.size() != std::size_t(set.size()))
       resproj::detail::throw_invalid(
           "host_lors", "has " + std::to_string(v.size()) + " entries for " +
                            std::to_string(set.size()) + " devices (one per device)");
     for (std::size_t i = 0; i < v.size(); ++i) {
       const std::string name = "host_lors[" + std::to_string(i) + "]";
-      if (v[i].count != v[0].count || v[i].pairs != v[0].pairs)
-        resproj::detail::throw_invalid(name, "describes other pairs than host_lors[0] "
-                                             "(the entries share one host pair array "
-                                             "and differ only in the detector table)");
+      if (v[i].count != v[0].count || host_array(v[i]) != host_array(v[0]) ||
+          v[i].num_detectors != v[0].num_detectors)
+        resproj::detail::throw_invalid(
+            name, "describes other LORs than host_lors[0] (the entries share one host "
+                  "array and differ only in the detector table, of the same size)");
       v[i].check(name.c_str());
       if (v[i].count == 0)
         continue;
       require_device_pointer(v[i].detectors, set.device(int(i)),
                              (name + ".detectors").c_str());
-      require_host_array(v[i].pairs, name + ".pairs");
+      require_host_array(host_array(v[i]), name + host_array_name(v[i]));
     }
   }
-  template <class F> void apply(int i, lor_range r, F &&f) const {
-    f((*lors)[std::size_t(i)].subview(r.first, r.count));
+  Lors part(int i, lor_range r) const {
+    return (*entries)[std::size_t(i)].subview(r.first, r.count);
   }
 };
 
-/// Packed list-mode records in host memory against one detector table per
-/// device (xyz per detector).
-template <class T> struct host_records {
-  static constexpr bool records = true;
-  const std::vector<span<const T>> *detectors;
-  span<const scanner::listmode_event> events;
-  std::size_t count() const { return events.size(); }
-  void check(const device_set &set) const {
-    const std::vector<span<const T>> &d = *detectors;
-    if (d.size() != std::size_t(set.size()))
-      resproj::detail::throw_invalid(
-          "detectors", "has " + std::to_string(d.size()) + " tables for " +
-                           std::to_string(set.size()) + " devices (one per device)");
-    if (events.empty())
-      return;
-    if (events.data() == nullptr)
-      resproj::detail::throw_invalid("host_events", "null pointer");
-    require_host_array(events.data(), "host_events");
-    for (std::size_t i = 0; i < d.size(); ++i) {
-      const std::string name = "detectors[" + std::to_string(i) + "]";
-      if (d[i].empty() || d[i].data() == nullptr)
-        resproj::detail::throw_invalid(name, "empty detector table");
-      if (d[i].size() % 3 != 0 || d[i].size() != d[0].size())
-        resproj::detail::throw_invalid(
-            name, "size " + std::to_string(d[i].size()) +
-                      " is not a multiple of 3 (xyz per detector) or differs from "
-                      "detectors[0]");
-      require_device_pointer(d[i].data(), set.device(int(i)), name.c_str());
-    }
-  }
-  template <class F> void apply(int i, lor_range r, F &&f) const {
-    f((*detectors)[std::size_t(i)], events.subspan(r.first, r.count));
-  }
-};
+template <class T> host_end_points<T> multi_source(const lor_view<const T> &l) {
+  return {l};
+}
+template <class T> host_end_points<T> multi_source(const lor_view<T> &l) {
+  return {l.normalized()};
+}
+template <class Lors> host_per_device<Lors> multi_source(const std::vector<Lors> &l) {
+  return {&l};
+}
+
+/// The host LOR sources of a multi-device streamer for value type T.
+template <class L, class T> struct is_multi_streamed_lors : std::false_type {};
+template <class T>
+struct is_multi_streamed_lors<lor_view<const T>, T> : std::true_type {};
+template <class T> struct is_multi_streamed_lors<lor_view<T>, T> : std::true_type {};
+template <class T>
+struct is_multi_streamed_lors<std::vector<detector_pairs<T>>, T> : std::true_type {};
+template <class T>
+struct is_multi_streamed_lors<std::vector<scanner::listmode_records<T>>, T>
+    : std::true_type {};
+
+template <class Op, class HostLors, class T>
+using if_multi_streamed =
+    std::enable_if_t<resproj::detail::is_operation<Op>::value &&
+                     resproj::detail::operation_fits<Op, T>::value &&
+                     is_multi_streamed_lors<HostLors, T>::value>;
 
 } // namespace detail
 
@@ -138,12 +144,14 @@ template <class T> struct host_records {
 /// replicas first for a plain back projection), then sum the replicas with
 /// `replica_reducer` (multi_device_reduce.cuh).
 ///
-/// LORs: explicit end points (`lor_view`, host memory), detector pairs (one
-/// `detector_pairs` per device in the set's order, all with the same host
-/// pair array and count, each with the detector table resident on its
-/// device) or packed `scanner::listmode_event` records (host memory) with one
-/// detector table per device. Per-LOR host arrays (values, bins, TOF
-/// `sigmas` / `center_offsets`) are indexed like the whole call.
+/// Host LORs: explicit end points (one `lor_view`, host memory, shared by
+/// every device), or one `detector_pairs` / `scanner::listmode_records` per
+/// device in the set's order, all with the same host pair / record array
+/// and count, each with its detector table (of the same size) resident on
+/// its device. The operation's per-LOR host arrays (TOF `sigmas` /
+/// `center_offsets`, list-mode `bins`) and the values are indexed like the
+/// whole call; over records, `op::tof_listmode{tof}` (empty bins) takes the
+/// records' TOF bins.
 ///
 /// Every call validates every argument for every device before any device
 /// starts (so nothing is written when it throws), and is HOST-BLOCKING like
@@ -159,19 +167,18 @@ public:
   /// @param devices      the devices, in the order of the images' replicas
   /// @param max_chunk    LORs per chunk and device, > 0
   /// @param slots        pipeline depth per device (>= 2)
-  /// @param options      thread-to-LOR mapping of the kernels (`rows` ignored)
   /// @param copy_threads host copy threads per device (-1: the streamer's
   ///                     default)
   /// @throws invalid_argument("max_chunk" / "slots"); gpu_out_of_memory.
   /// Synchronises the new streams once.
   multi_device_streamer(const device_set &devices, std::size_t max_chunk, int slots = 3,
-                        const launch_options &options = {}, int copy_threads = -1)
+                        int copy_threads = -1)
       : set_(devices) {
     streamers_.reserve(std::size_t(set_.size()));
     for (const int d : set_.devices()) {
       const device_guard guard(d);
       streamers_.push_back(
-          std::make_unique<lor_streamer<T>>(max_chunk, slots, options, copy_threads));
+          std::make_unique<lor_streamer<T>>(max_chunk, slots, copy_threads));
     }
   }
 
@@ -181,278 +188,71 @@ public:
   /// Entry i's streamer (for single-device calls on that device).
   lor_streamer<T> &streamer(int i) { return *streamers_.at(std::size_t(i)); }
 
-  /// Forward projection of host end points: `host_out[i]` = value of LOR i.
+  /// Forward projection of host LORs: the operation's values of every LOR
+  /// (`op::tof_sinogram`: `[lor][bin]`) into `host_out`.
+  /// @param operation `op::non_tof{}`, `op::tof_sinogram{tof}` or
+  ///                  `op::tof_listmode{tof, bins}` (per-LOR arrays in host
+  ///                  memory, indexed like the whole call)
   /// @param image     the replicated image (on the streamer's devices, in order)
-  /// @param host_lors LORs in host memory, any count
-  /// @param host_out  host output, at least `host_lors.count` values
+  /// @param host_lors `lor_view<const T>` (host end points), or
+  ///                  `std::vector<detector_pairs<T>>` /
+  ///                  `std::vector<scanner::listmode_records<T>>` (one per
+  ///                  device, see the class)
+  /// @param host_out  host output, `count * values_per_lor` values
   /// @param streams   one stream per device, ordering earlier work
   /// @param weights   relative share of each device (empty: equal)
   /// @throws invalid_argument naming the argument ("image", "streams",
-  ///         "host_lors.starts", "host_out", "weights", ...) before any work;
-  ///         gpu_error on CUDA failures (the first device's error, after
-  ///         every device stopped). Host-blocking.
-  void forward(const replicated_image<T> &image, lor_view<const T> host_lors,
-               span<T> host_out, const std::vector<stream_ref> &streams,
-               const std::vector<double> &weights = {}) {
-    forward_impl(image, detail::host_end_points<T>{host_lors}, host_out, streams,
-                 weights);
-  }
-  /// As above for host detector pairs, one entry per device (same host
-  /// pairs, the device's detector table). Throws name "host_lors[i]...".
-  void forward(const replicated_image<T> &image,
-               const std::vector<detector_pairs<T>> &host_lors, span<T> host_out,
+  ///         "host_lors.starts", "host_lors[i].detectors", "host_out",
+  ///         "tof.sigma", "bins", "weights", ...) before any work; gpu_error
+  ///         on CUDA failures (the first device's error, after every device
+  ///         stopped).
+  /// Host-blocking: returns when `host_out` holds the results.
+  template <class Op, class HostLors, class = detail::if_multi_streamed<Op, HostLors, T>>
+  void forward(const Op &operation, const replicated_image<T> &image,
+               const HostLors &host_lors, span<T> host_out,
                const std::vector<stream_ref> &streams,
                const std::vector<double> &weights = {}) {
-    forward_impl(image, detail::host_pairs<T>{&host_lors}, host_out, streams, weights);
-  }
-  /// As above for host packed records (TOF bins ignored) against one
-  /// detector table per device ("detectors[i]", "host_events").
-  void forward(const replicated_image<T> &image,
-               const std::vector<span<const T>> &detectors,
-               span<const scanner::listmode_event> host_events, span<T> host_out,
-               const std::vector<stream_ref> &streams,
-               const std::vector<double> &weights = {}) {
-    forward_impl(image, detail::host_records<T>{&detectors, host_events}, host_out,
-                 streams, weights);
+    const auto src = detail::multi_source(host_lors);
+    const std::size_t per_lor = operation.values_per_lor();
+    run(operation, image, src, host_out.data(), host_out.size(), "host_out", streams,
+        weights, [&](int i, lor_streamer<T> &st, lor_range r) {
+          st.forward(resproj::detail::operation_part(operation, r.first, r.count),
+                     image.view(i), src.part(i, r),
+                     host_out.subspan(r.first * per_lor, r.count * per_lor),
+                     streams[std::size_t(i)]);
+        });
   }
 
-  /// Back projection of host end points with host values into each
-  /// device's replica (accumulates). Throws as `forward` ("host_values").
+  /// Back projection of host LORs with host values (`count *
+  /// values_per_lor`) into each device's replica (accumulates).
+  /// @throws as `forward` ("host_values" instead of "host_out").
   /// Host-blocking: returns when every replica holds its part.
-  void back(replicated_image<T> &image, lor_view<const T> host_lors,
+  template <class Op, class HostLors, class = detail::if_multi_streamed<Op, HostLors, T>>
+  void back(const Op &operation, replicated_image<T> &image, const HostLors &host_lors,
             span<const T> host_values, const std::vector<stream_ref> &streams,
             const std::vector<double> &weights = {}) {
-    back_impl(image, detail::host_end_points<T>{host_lors}, host_values, streams,
-              weights);
-  }
-  /// As above for host detector pairs (one entry per device).
-  void back(replicated_image<T> &image, const std::vector<detector_pairs<T>> &host_lors,
-            span<const T> host_values, const std::vector<stream_ref> &streams,
-            const std::vector<double> &weights = {}) {
-    back_impl(image, detail::host_pairs<T>{&host_lors}, host_values, streams, weights);
-  }
-  /// As above for host packed records (one detector table per device).
-  void back(replicated_image<T> &image, const std::vector<span<const T>> &detectors,
-            span<const scanner::listmode_event> host_events, span<const T> host_values,
-            const std::vector<stream_ref> &streams,
-            const std::vector<double> &weights = {}) {
-    back_impl(image, detail::host_records<T>{&detectors, host_events}, host_values,
-              streams, weights);
-  }
-
-  /// TOF sinogram forward projection: `host_out[i * N + j]` (N =
-  /// `host_tof.num_bins`); per-LOR TOF arrays in host memory. Throws as
-  /// `forward` and for the TOF parameters ("tof.sigma", ...). Host-blocking.
-  void forward_tof_sino(const replicated_image<T> &image, lor_view<const T> host_lors,
-                        const tof_params<T> &host_tof, span<T> host_out,
-                        const std::vector<stream_ref> &streams,
-                        const std::vector<double> &weights = {}) {
-    forward_tof_sino_impl(image, detail::host_end_points<T>{host_lors}, host_tof,
-                          host_out, streams, weights);
-  }
-  /// As above for host detector pairs (one entry per device).
-  void forward_tof_sino(const replicated_image<T> &image,
-                        const std::vector<detector_pairs<T>> &host_lors,
-                        const tof_params<T> &host_tof, span<T> host_out,
-                        const std::vector<stream_ref> &streams,
-                        const std::vector<double> &weights = {}) {
-    forward_tof_sino_impl(image, detail::host_pairs<T>{&host_lors}, host_tof, host_out,
-                          streams, weights);
-  }
-
-  /// TOF sinogram back projection (`host_values[i * N + j]`) into each
-  /// replica. Host-blocking.
-  void back_tof_sino(replicated_image<T> &image, lor_view<const T> host_lors,
-                     const tof_params<T> &host_tof, span<const T> host_values,
-                     const std::vector<stream_ref> &streams,
-                     const std::vector<double> &weights = {}) {
-    back_tof_sino_impl(image, detail::host_end_points<T>{host_lors}, host_tof,
-                       host_values, streams, weights);
-  }
-  /// As above for host detector pairs (one entry per device).
-  void back_tof_sino(replicated_image<T> &image,
-                     const std::vector<detector_pairs<T>> &host_lors,
-                     const tof_params<T> &host_tof, span<const T> host_values,
-                     const std::vector<stream_ref> &streams,
-                     const std::vector<double> &weights = {}) {
-    back_tof_sino_impl(image, detail::host_pairs<T>{&host_lors}, host_tof, host_values,
-                       streams, weights);
-  }
-
-  /// TOF list-mode forward projection of host end points with host bins:
-  /// `host_out[i]` = value of LOR i at bin `host_bins[i]`. Throws as
-  /// `forward_tof_sino` and "host_bins". Host-blocking.
-  void forward_tof_lm(const replicated_image<T> &image, lor_view<const T> host_lors,
-                      span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                      span<T> host_out, const std::vector<stream_ref> &streams,
-                      const std::vector<double> &weights = {}) {
-    forward_tof_lm_impl(image, detail::host_end_points<T>{host_lors}, host_bins, host_tof,
-                        host_out, streams, weights);
-  }
-  /// As above for host detector pairs (one entry per device).
-  void forward_tof_lm(const replicated_image<T> &image,
-                      const std::vector<detector_pairs<T>> &host_lors,
-                      span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                      span<T> host_out, const std::vector<stream_ref> &streams,
-                      const std::vector<double> &weights = {}) {
-    forward_tof_lm_impl(image, detail::host_pairs<T>{&host_lors}, host_bins, host_tof,
-                        host_out, streams, weights);
-  }
-  /// As above for host packed records, whose TOF bins are used (10 bytes
-  /// per event over each device's bus; one detector table per device).
-  void forward_tof_lm(const replicated_image<T> &image,
-                      const std::vector<span<const T>> &detectors,
-                      span<const scanner::listmode_event> host_events,
-                      const tof_params<T> &host_tof, span<T> host_out,
-                      const std::vector<stream_ref> &streams,
-                      const std::vector<double> &weights = {}) {
-    forward_tof_lm_impl(image, detail::host_records<T>{&detectors, host_events}, {},
-                        host_tof, host_out, streams, weights);
-  }
-
-  /// TOF list-mode back projection into each replica. Host-blocking.
-  void back_tof_lm(replicated_image<T> &image, lor_view<const T> host_lors,
-                   span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                   span<const T> host_values, const std::vector<stream_ref> &streams,
-                   const std::vector<double> &weights = {}) {
-    back_tof_lm_impl(image, detail::host_end_points<T>{host_lors}, host_bins, host_tof,
-                     host_values, streams, weights);
-  }
-  /// As above for host detector pairs (one entry per device).
-  void back_tof_lm(replicated_image<T> &image,
-                   const std::vector<detector_pairs<T>> &host_lors,
-                   span<const std::int16_t> host_bins, const tof_params<T> &host_tof,
-                   span<const T> host_values, const std::vector<stream_ref> &streams,
-                   const std::vector<double> &weights = {}) {
-    back_tof_lm_impl(image, detail::host_pairs<T>{&host_lors}, host_bins, host_tof,
-                     host_values, streams, weights);
-  }
-  /// As above for host packed records (their TOF bins).
-  void back_tof_lm(replicated_image<T> &image,
-                   const std::vector<span<const T>> &detectors,
-                   span<const scanner::listmode_event> host_events,
-                   const tof_params<T> &host_tof, span<const T> host_values,
-                   const std::vector<stream_ref> &streams,
-                   const std::vector<double> &weights = {}) {
-    back_tof_lm_impl(image, detail::host_records<T>{&detectors, host_events}, {},
-                     host_tof, host_values, streams, weights);
+    const auto src = detail::multi_source(host_lors);
+    const std::size_t per_lor = operation.values_per_lor();
+    run(operation, image, src, host_values.data(), host_values.size(), "host_values",
+        streams, weights, [&](int i, lor_streamer<T> &st, lor_range r) {
+          st.back(resproj::detail::operation_part(operation, r.first, r.count),
+                  image.view(i), src.part(i, r),
+                  host_values.subspan(r.first * per_lor, r.count * per_lor),
+                  streams[std::size_t(i)]);
+        });
   }
 
 private:
-  template <class Src>
-  void forward_impl(const replicated_image<T> &image, const Src &src, span<T> out,
-                    const std::vector<stream_ref> &streams,
-                    const std::vector<double> &weights) {
-    run(image, src, out.data(), out.size(), 1, "host_out", nullptr, false, streams,
-        weights, [&](int i, lor_streamer<T> &st, lor_range r) {
-          src.apply(i, r, [&](const auto &...lors) {
-            st.forward(image.view(i), lors..., out.subspan(r.first, r.count),
-                       streams[std::size_t(i)]);
-          });
-        });
-  }
-
-  template <class Src>
-  void back_impl(replicated_image<T> &image, const Src &src, span<const T> values,
-                 const std::vector<stream_ref> &streams,
-                 const std::vector<double> &weights) {
-    run(image, src, values.data(), values.size(), 1, "host_values", nullptr, false,
-        streams, weights, [&](int i, lor_streamer<T> &st, lor_range r) {
-          src.apply(i, r, [&](const auto &...lors) {
-            st.back(image.view(i), lors..., values.subspan(r.first, r.count),
-                    streams[std::size_t(i)]);
-          });
-        });
-  }
-
-  template <class Src>
-  void forward_tof_sino_impl(const replicated_image<T> &image, const Src &src,
-                             const tof_params<T> &tof, span<T> out,
-                             const std::vector<stream_ref> &streams,
-                             const std::vector<double> &weights) {
-    const std::size_t nb = std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
-    run(image, src, out.data(), out.size(), nb, "host_out", &tof, false, streams, weights,
-        [&](int i, lor_streamer<T> &st, lor_range r) {
-          src.apply(i, r, [&](const auto &...lors) {
-            st.forward_tof_sino(image.view(i), lors..., tof.subview(r.first, r.count),
-                                out.subspan(r.first * nb, r.count * nb),
-                                streams[std::size_t(i)]);
-          });
-        });
-  }
-
-  template <class Src>
-  void back_tof_sino_impl(replicated_image<T> &image, const Src &src,
-                          const tof_params<T> &tof, span<const T> values,
-                          const std::vector<stream_ref> &streams,
-                          const std::vector<double> &weights) {
-    const std::size_t nb = std::size_t(tof.num_bins > 0 ? tof.num_bins : 0);
-    run(image, src, values.data(), values.size(), nb, "host_values", &tof, false, streams,
-        weights, [&](int i, lor_streamer<T> &st, lor_range r) {
-          src.apply(i, r, [&](const auto &...lors) {
-            st.back_tof_sino(image.view(i), lors..., tof.subview(r.first, r.count),
-                             values.subspan(r.first * nb, r.count * nb),
-                             streams[std::size_t(i)]);
-          });
-        });
-  }
-
-  template <class Src>
-  void forward_tof_lm_impl(const replicated_image<T> &image, const Src &src,
-                           span<const std::int16_t> bins, const tof_params<T> &tof,
-                           span<T> out, const std::vector<stream_ref> &streams,
-                           const std::vector<double> &weights) {
-    run(
-        image, src, out.data(), out.size(), 1, "host_out", &tof, !Src::records, streams,
-        weights,
-        [&](int i, lor_streamer<T> &st, lor_range r) {
-          src.apply(i, r, [&](const auto &...lors) {
-            const tof_params<T> t = tof.subview(r.first, r.count);
-            const span<T> o = out.subspan(r.first, r.count);
-            if constexpr (Src::records)
-              st.forward_tof_lm(image.view(i), lors..., t, o, streams[std::size_t(i)]);
-            else
-              st.forward_tof_lm(image.view(i), lors..., bins.subspan(r.first, r.count), t,
-                                o, streams[std::size_t(i)]);
-          });
-        },
-        bins);
-  }
-
-  template <class Src>
-  void back_tof_lm_impl(replicated_image<T> &image, const Src &src,
-                        span<const std::int16_t> bins, const tof_params<T> &tof,
-                        span<const T> values, const std::vector<stream_ref> &streams,
-                        const std::vector<double> &weights) {
-    run(
-        image, src, values.data(), values.size(), 1, "host_values", &tof, !Src::records,
-        streams, weights,
-        [&](int i, lor_streamer<T> &st, lor_range r) {
-          src.apply(i, r, [&](const auto &...lors) {
-            const tof_params<T> t = tof.subview(r.first, r.count);
-            const span<const T> v = values.subspan(r.first, r.count);
-            if constexpr (Src::records)
-              st.back_tof_lm(image.view(i), lors..., t, v, streams[std::size_t(i)]);
-            else
-              st.back_tof_lm(image.view(i), lors..., bins.subspan(r.first, r.count), t, v,
-                             streams[std::size_t(i)]);
-          });
-        },
-        bins);
-  }
-
   /// Validates the call for every device, splits the LORs and runs
   /// `part(i, streamer, range)` for every device with LORs, concurrently
   /// (one thread per device but the last, which runs on the caller). Waits
   /// for all of them, then rethrows the first device's error, if any.
-  /// `data` / `size` / `name`: the host output or values (`per_lor` values
-  /// per LOR); `tof`: TOF parameters (or null); `with_bins`: host bins used.
-  template <class Src, class Part>
-  void run(const replicated_image<T> &image, const Src &src, const void *data,
-           std::size_t size, std::size_t per_lor, const char *name,
-           const tof_params<T> *tof, bool with_bins,
+  /// `data` / `size` / `name`: the host output or values.
+  template <class Op, class Src, class Part>
+  void run(const Op &o, const replicated_image<T> &image, const Src &src,
+           const void *data, std::size_t size, const char *name,
            const std::vector<stream_ref> &streams, const std::vector<double> &weights,
-           Part &&part, span<const std::int16_t> bins = {}) {
+           Part &&part) {
     // --- validation, for every device, before any device starts ---
     if (image.devices().devices() != set_.devices())
       resproj::detail::throw_invalid("image", "replicated on another device set than "
@@ -461,32 +261,13 @@ private:
     detail::check_streams(set_.devices(), streams);
     src.check(set_);
     const std::size_t count = src.count();
-    if (size < count * per_lor)
-      resproj::detail::throw_invalid(name, "too small: holds " + std::to_string(size) +
-                                               " elements, needs " +
-                                               std::to_string(count * per_lor));
-    if (count > 0 && data == nullptr)
-      resproj::detail::throw_invalid(name, "null pointer");
-    if (count > 0)
+    detail::check_streamed_projection(o, src.lors(), size, data, name); // shared contract
+    if (count > 0) {
+      resproj::detail::for_each_operation_region(o,
+                                                 [](const void *p, const char *region) {
+                                                   detail::require_host_array(p, region);
+                                                 });
       detail::require_host_array(data, name);
-    if (tof != nullptr) {
-      resproj::detail::check_tof(*tof, count);
-      if (count > 0) {
-        if (!tof->sigmas.empty())
-          detail::require_host_array(tof->sigmas.data(), "tof.sigmas");
-        if (!tof->center_offsets.empty())
-          detail::require_host_array(tof->center_offsets.data(), "tof.center_offsets");
-      }
-    }
-    if (with_bins) {
-      if (bins.size() < count)
-        resproj::detail::throw_invalid("host_bins",
-                                       "too small: holds " + std::to_string(bins.size()) +
-                                           " elements, needs " + std::to_string(count));
-      if (count > 0 && bins.data() == nullptr)
-        resproj::detail::throw_invalid("host_bins", "null pointer");
-      if (count > 0)
-        detail::require_host_array(bins.data(), "host_bins");
     }
     const std::vector<lor_range> ranges = split_lors(count, set_.size(), weights);
     if (count == 0)

@@ -1,9 +1,9 @@
 /// @file
 /// @brief A cheap float erfc for x >= 0 (the TOF edge values), shared by
 /// the CPU and GPU code. Opt-in for the CPU and double code
-/// (`tof_lor::fast_erfc`); the GPU float kernels use it by default
-/// (gpu::tof_kernel_options::fast_erfc), where CUDA's erfcf is most of a
-/// list-mode kernel's instructions.
+/// (`tof_lor::fast_erfc`); float TOF operations on the GPU use it by default
+/// (`gpu::tuning::exact_erfc` turns it off), where CUDA's erfcf is most of
+/// a list-mode kernel's instructions.
 ///
 /// Form (Chebyshev fit of Press et al., Numerical Recipes, "erfcc";
 /// fractional error < 1.2e-7 in exact arithmetic):

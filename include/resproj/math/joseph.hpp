@@ -1,5 +1,5 @@
 /// @file
-/// @brief Joseph's method for one LOR (spec/projection.md): principal axis,
+/// @brief Joseph's method for one LOR (docs/projection.md): principal axis,
 /// ray/box clipping, sampled plane range, bilinear sample and its transpose.
 /// The one implementation of the numbers, used by every backend.
 #pragma once

@@ -1,5 +1,5 @@
 /// @file
-/// @brief TOF weights of one Joseph sample (spec/projection.md, "TOF"):
+/// @brief TOF weights of one Joseph sample (docs/projection.md, "TOF"):
 /// Gaussian integrated over each bin, truncated window, normalised over the
 /// window. Shared by every backend.
 #pragma once

@@ -1,5 +1,5 @@
 /// @file
-/// @brief TOF Joseph projection of one LOR (spec/projection.md, "TOF"):
+/// @brief TOF Joseph projection of one LOR (docs/projection.md, "TOF"):
 /// sinogram and list-mode, forward and back. The one implementation of the
 /// per-LOR TOF loops, called by the CPU backend and the GPU kernels.
 ///

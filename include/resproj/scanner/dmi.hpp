@@ -1,6 +1,6 @@
 /// @file
 /// @brief The reference scanner "dmi" (a 36-ring GE Discovery MI-class
-/// geometry) and its reference sinogram (spec/benchmark-problems.md).
+/// geometry) and its reference sinogram (docs/benchmark-problems.md).
 /// Includes the general `polygon_scanner` and span-1 sinogram tools.
 #pragma once
 

@@ -1,6 +1,6 @@
 /// @file
 /// @brief `polygon_scanner`: a cylindrical PET scanner whose rings are
-/// regular polygons of flat detector modules (spec/benchmark-problems.md,
+/// regular polygons of flat detector modules (docs/benchmark-problems.md,
 /// "Scanner dmi").
 #pragma once
 

@@ -4,7 +4,7 @@
 /// sinogram bins and detector pairs both ways (`sinogram_geometry`,
 /// `sinogram_lookup`, both with device-usable views), view subsets,
 /// STIR-style chunks and LOR end point generation
-/// (spec/benchmark-problems.md, "Sinogram").
+/// (docs/benchmark-problems.md, "Sinogram").
 #pragma once
 
 #include <algorithm>
