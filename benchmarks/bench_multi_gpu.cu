@@ -1,17 +1,22 @@
-// Multi-GPU benchmarks (issue 7) on the reference problems
+// Multi-GPU benchmarks on the reference problems
 // (spec/benchmark-problems.md), float images, box phantom, one image replica
 // per device, LORs split equally across the devices:
 //
 //   multi/dmi-full/forward/devices:K     dmi-full as a sinogram description
 //                                        (detector, plane and view tables on
-//                                        every device), lanes along planes
+//                                        every device; the source declares
+//                                        its sinogram layout, so every
+//                                        device's part of whole planes runs
+//                                        with lanes along planes)
 //   multi/dmi-full/back/devices:K        the same, back projection into each
 //                                        replica + the sum of the replicas
 //                                        (every replica holds it)
 //   multi/dmi-tof-lm/forward/devices:K   dmi-tof-lm: 1e7 events (the events
 //                                        of bench_gpu_tof, as detector pairs
 //                                        + 16-bit bins, resident on every
-//                                        device), TOF list-mode forward
+//                                        device, in generation order), TOF
+//                                        list-mode forward (one operation
+//                                        per device: its own bins)
 //   multi/dmi-tof-lm/back/devices:K      the same, back + sum of replicas
 //   multi/dmi-tof-lm/streamed-forward/devices:K
 //                                        the same 1e7 events as packed
@@ -19,7 +24,8 @@
 //                                        pinned host memory, streamed through
 //                                        a multi_device_streamer (one
 //                                        lor_streamer per device, 2^20 events
-//                                        per chunk) into a pinned host output
+//                                        per chunk; bins from the records)
+//                                        into a pinned host output
 //   multi/dmi-tof-lm/streamed-back/devices:K
 //                                        the same, back projection of host
 //                                        values + sum of the replicas
@@ -89,7 +95,6 @@ namespace rs = resproj::scanner;
 
 constexpr std::size_t lm_events = rb::dmi_tof_lm_events;
 constexpr std::size_t stream_chunk = std::size_t(1) << 20; // events per chunk
-constexpr int dmi_planes = 1296;
 
 /// Host tables shared by every device set (made once).
 struct host_tables {
@@ -177,8 +182,9 @@ struct multi_problem {
   std::vector<rp::detector_pairs<float>> events;
   std::vector<rp::span<float>> out, lm_out;
   std::vector<rp::span<const float>> ones, lm_ones;
-  std::vector<rp::span<const std::int16_t>> bins;
-  std::vector<rp::span<const float>> detectors; // per device, for the streamer
+  std::vector<rp::op::tof_listmode<float>> lm_ops; // per device: its own bins
+  // Per device, for the streamer: the host records against its table.
+  std::vector<rs::listmode_records<float>> records;
   std::unique_ptr<gpu::multi_device_streamer<float>> streamer; // made on first use
   // Timeline events (timing) per device: ready, projection done, all done.
   std::vector<gpu::event> ready, proj_end, end, join;
@@ -193,6 +199,7 @@ struct multi_problem {
   multi_problem(const host_tables &h, int k)
       : devices(first(k)), streams(devices),
         image(devices, rb::reference_image_geometry(), streams) {
+    const auto tof = rb::dmi_tof<float>();
     const auto phantom = rb::box_phantom<float>(image.geometry());
     image.upload(cs(phantom), streams);
     for (int i = 0; i < k; ++i) {
@@ -205,8 +212,7 @@ struct multi_problem {
       lm_out.push_back(p.lm_out.span());
       ones.push_back(p.ones.cspan());
       lm_ones.push_back(p.lm_ones.cspan());
-      bins.push_back(p.bins.cspan());
-      detectors.push_back(p.detectors.cspan());
+      lm_ops.emplace_back(tof, p.bins.cspan());
       ready.emplace_back(true);
       proj_end.emplace_back(true);
       end.emplace_back(true);
@@ -302,26 +308,20 @@ void time_multi(benchmark::State &state, multi_problem &p, Setup &&setup,
   }
 }
 
-gpu::launch_options plane_rows() {
-  gpu::launch_options o;
-  o.rows = dmi_planes; // [plane][view][radial]: lanes along planes
-  return o;
-}
-
 void bm_full(benchmark::State &state, bool back, int k) {
   rb::guarded(state, [&] {
     multi_problem &p = problem(k);
-    const auto opt = plane_rows();
     if (back) {
       auto &reducer = p.reducer(gpu::reduce_method::automatic);
       time_multi(
           state, p, [&] { p.image.zero(p.streams); },
-          [&] { gpu::back<float>(p.image, p.sino, p.ones, opt, p.streams); },
+          [&] { gpu::back(rp::op::non_tof{}, p.image, p.sino, p.ones, p.streams); },
           [&] { reducer.sum(p.image, p.streams); });
     } else {
       time_multi(
           state, p, [] {},
-          [&] { gpu::forward<float>(p.image, p.sino, p.out, opt, p.streams); }, [] {});
+          [&] { gpu::forward(rp::op::non_tof{}, p.image, p.sino, p.out, p.streams); },
+          [] {});
     }
     state.SetItemsProcessed(std::int64_t(state.iterations()) *
                             std::int64_t(p.sino[0].count));
@@ -331,25 +331,16 @@ void bm_full(benchmark::State &state, bool back, int k) {
 void bm_lm(benchmark::State &state, bool back, int k) {
   rb::guarded(state, [&] {
     multi_problem &p = problem(k);
-    const auto tof = rb::dmi_tof<float>();
-    const gpu::launch_options opt{};
     if (back) {
       auto &reducer = p.reducer(gpu::reduce_method::automatic);
       time_multi(
           state, p, [&] { p.image.zero(p.streams); },
-          [&] {
-            gpu::back_tof_lm<float>(p.image, p.events, p.bins, tof, p.lm_ones, opt,
-                                    p.streams);
-          },
+          [&] { gpu::back(p.lm_ops, p.image, p.events, p.lm_ones, p.streams); },
           [&] { reducer.sum(p.image, p.streams); });
     } else {
       time_multi(
           state, p, [] {},
-          [&] {
-            gpu::forward_tof_lm<float>(p.image, p.events, p.bins, tof, p.lm_out, opt,
-                                       p.streams);
-          },
-          [] {});
+          [&] { gpu::forward(p.lm_ops, p.image, p.events, p.lm_out, p.streams); }, [] {});
     }
     state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(lm_events));
   });
@@ -362,28 +353,25 @@ void bm_lm_streamed(benchmark::State &state, bool back, int k) {
     multi_problem &p = problem(k);
     if (!g_stream)
       g_stream = std::make_unique<host_stream_data>(*g_host);
-    if (!p.streamer)
+    if (!p.streamer) {
       p.streamer =
           std::make_unique<gpu::multi_device_streamer<float>>(p.devices, stream_chunk);
+      for (const device_part &part : p.parts)
+        p.records.emplace_back(part.detectors.data(), part.detectors.size() / 3,
+                               g_stream->records.data(), lm_events);
+    }
     auto &st = *p.streamer;
-    const auto tof = rb::dmi_tof<float>();
-    const auto records = g_stream->records.cspan();
+    const rp::op::tof_listmode<float> lm(rb::dmi_tof<float>()); // bins from the records
     if (back) {
       auto &reducer = p.reducer(gpu::reduce_method::automatic);
       time_multi(
           state, p, [&] { p.image.zero(p.streams); },
-          [&] {
-            st.back_tof_lm(p.image, p.detectors, records, tof, g_stream->ones.cspan(),
-                           p.streams);
-          },
+          [&] { st.back(lm, p.image, p.records, g_stream->ones.cspan(), p.streams); },
           [&] { reducer.sum(p.image, p.streams); });
     } else {
       time_multi(
           state, p, [] {},
-          [&] {
-            st.forward_tof_lm(p.image, p.detectors, records, tof, g_stream->out.span(),
-                              p.streams);
-          },
+          [&] { st.forward(lm, p.image, p.records, g_stream->out.span(), p.streams); },
           [] {});
     }
     state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(lm_events));

@@ -121,15 +121,14 @@ int run_rank(int rank, int ranks, const ncclUniqueId &id) {
   auto d_values = gpu::make_device_buffer(cs(values), s);
 
   // This rank's share: whole planes, as the multi-device projector splits.
-  const std::size_t per_plane = all.count / std::size_t(layout.num_planes());
+  // The source declares its sinogram layout (its subview keeps it), so the
+  // share runs with lanes along planes.
+  const std::size_t per_plane = all.layout.lors_per_plane;
   const auto share = gpu::split_lors(all.count, ranks, {}, per_plane)[std::size_t(rank)];
-  gpu::launch_options opt;
-  opt.rows = share.count / per_plane; // lanes along planes
   gpu::device_image<float> image(geometry, s);
   image.zero(s);
-  if (share.count > 0)
-    gpu::back<float>(image, all.subview(share.first, share.count),
-                     d_values.cspan().subspan(share.first, share.count), opt, s);
+  gpu::back(rp::op::non_tof{}, image, all.subview(share.first, share.count),
+            d_values.cspan().subspan(share.first, share.count), s);
   gpu::nccl_sum<float>(image.view(), comm, gpu::all_replicas, s);
   std::vector<float> summed(image.size());
   image.download(rp::span<float>(summed.data(), summed.size()), s);
@@ -141,8 +140,7 @@ int run_rank(int rank, int ranks, const ncclUniqueId &id) {
   if (rank == 0) { // the single-GPU result
     gpu::device_image<float> reference(geometry, s);
     reference.zero(s);
-    opt.rows = std::size_t(layout.num_planes());
-    gpu::back<float>(reference, all, d_values.cspan(), opt, s);
+    gpu::back(rp::op::non_tof{}, reference, all, d_values.cspan(), s);
     std::vector<float> expected(reference.size());
     reference.download(rp::span<float>(expected.data(), expected.size()), s);
     s.synchronize();

@@ -141,16 +141,11 @@ struct host_problem {
   }
 };
 
-// Single-device reference results on device `device`.
+// Single-device reference results on device `device` (the sinogram
+// sources declare their layout: lanes along planes).
 struct reference {
   std::vector<float> fwd, fwd_tof, fwd_lm, back, back_tof, back_lm;
 };
-
-gpu::launch_options rows_of(const host_problem &h) {
-  gpu::launch_options o;
-  o.rows = std::size_t(h.layout.num_planes());
-  return o;
-}
 
 reference single_device(const host_problem &h, int device) {
   const gpu::device_guard guard(device);
@@ -159,23 +154,23 @@ reference single_device(const host_problem &h, int device) {
   gpu::device_image<float> img(h.geometry, s);
   img.upload(host_problem::cs(h.image), s);
   const std::size_t n = p.sino.count, nb = std::size_t(h.tof.num_bins);
-  const auto opt = rows_of(h);
+  const rp::op::tof_listmode<float> lm(h.tof, p.bins.cspan());
   gpu::device_buffer<float> a(n, s), b(n * nb, s), c(h.num_events, s);
-  gpu::forward<float>(img, p.sino, a.span(), opt, s);
-  gpu::forward_tof_sino<float>(img, p.sino, h.tof, b.span(), opt, s);
-  gpu::forward_tof_lm<float>(img, p.events, p.bins.cspan(), h.tof, c.span(), s);
+  gpu::forward(rp::op::non_tof{}, img, p.sino, a.span(), s);
+  gpu::forward(rp::op::tof_sinogram{h.tof}, img, p.sino, b.span(), s);
+  gpu::forward(lm, img, p.events, c.span(), s);
   reference r;
   r.fwd = download(a, s);
   r.fwd_tof = download(b, s);
   r.fwd_lm = download(c, s);
   img.zero(s);
-  gpu::back<float>(img, p.sino, a.cspan(), opt, s);
+  gpu::back(rp::op::non_tof{}, img, p.sino, a.cspan(), s);
   r.back = download(img, s);
   img.zero(s);
-  gpu::back_tof_sino<float>(img, p.sino, h.tof, b.cspan(), opt, s);
+  gpu::back(rp::op::tof_sinogram{h.tof}, img, p.sino, b.cspan(), s);
   r.back_tof = download(img, s);
   img.zero(s);
-  gpu::back_tof_lm<float>(img, p.events, p.bins.cspan(), h.tof, c.cspan(), s);
+  gpu::back(lm, img, p.events, c.cspan(), s);
   r.back_lm = download(img, s);
   return r;
 }
@@ -199,20 +194,19 @@ void check_against(const host_problem &h, const gpu::device_set &devices,
 
   std::vector<rs::sinogram_source<float>> sino;
   std::vector<rp::detector_pairs<float>> events;
-  std::vector<rp::span<const std::int16_t>> bins;
-  for (auto &p : problems) {
+  for (auto &p : problems)
     sino.push_back(p.sino);
-    bins.push_back(p.bins.cspan());
-  }
   const std::size_t lors = problems[0].sino.count, nb = std::size_t(h.tof.num_bins);
-  // List-mode: events as shares, device i holds events [i * m, (i + 1) * m).
+  // List-mode: events as shares, device i holds events [i * m, (i + 1) * m),
+  // and its bins (one operation per device).
   const std::size_t share = (h.num_events + std::size_t(n) - 1) / std::size_t(n);
-  std::vector<rp::span<const std::int16_t>> share_bins;
+  std::vector<rp::op::tof_listmode<float>> share_ops;
   for (int i = 0; i < n; ++i) {
     const std::size_t first = std::min(h.num_events, share * std::size_t(i));
     const std::size_t count = std::min(h.num_events - first, share);
     events.push_back(problems[std::size_t(i)].events.subview(first, count));
-    share_bins.push_back(problems[std::size_t(i)].bins.cspan().subspan(first, count));
+    share_ops.emplace_back(h.tof,
+                           problems[std::size_t(i)].bins.cspan().subspan(first, count));
   }
   gpu::multi_options shares;
   shares.input = gpu::lor_input::shares;
@@ -239,11 +233,9 @@ void check_against(const host_problem &h, const gpu::device_set &devices,
       r.push_back(x.cspan());
     return r;
   };
-  const auto opt = rows_of(h);
-  gpu::forward<float>(img, sino, spans(a), opt, streams);
-  gpu::forward_tof_sino<float>(img, sino, h.tof, spans(b), opt, streams);
-  gpu::forward_tof_lm<float>(img, events, share_bins, h.tof, spans(c), {}, streams,
-                             shares);
+  gpu::forward(rp::op::non_tof{}, img, sino, spans(a), streams);
+  gpu::forward(rp::op::tof_sinogram{h.tof}, img, sino, spans(b), streams);
+  gpu::forward(share_ops, img, events, spans(c), streams, shares);
 
   // Gather the forward results: replicated input, so per-device outputs are
   // indexed like the whole call and device i filled its range.
@@ -306,8 +298,9 @@ void check_against(const host_problem &h, const gpu::device_set &devices,
                     2e-6)
               << what << " replica " << i;
     };
-    run([&] { gpu::back<float>(img, sino, cspans(va), opt, streams); }, ref.back, "back");
-    run([&] { gpu::back_tof_sino<float>(img, sino, h.tof, cspans(vb), opt, streams); },
+    run([&] { gpu::back(rp::op::non_tof{}, img, sino, cspans(va), streams); }, ref.back,
+        "back");
+    run([&] { gpu::back(rp::op::tof_sinogram{h.tof}, img, sino, cspans(vb), streams); },
         ref.back_tof, "back_tof_sino");
     // List-mode values in the call's order (the shares' concatenation).
     std::vector<rp::span<const float>> lm_values;
@@ -318,11 +311,7 @@ void check_against(const host_problem &h, const gpu::device_set &devices,
         lm_values.push_back(vc[std::size_t(i)].cspan().subspan(
             events[0].count * std::size_t(i), events[std::size_t(i)].count));
     }
-    run(
-        [&] {
-          gpu::back_tof_lm<float>(img, events, share_bins, h.tof, lm_values, {}, streams,
-                                  shares);
-        },
+    run([&] { gpu::back(share_ops, img, events, lm_values, streams, shares); },
         ref.back_lm, "back_tof_lm");
   }
   streams.synchronize();
@@ -414,22 +403,201 @@ TEST_F(multi_device, uneven_weights_split_whole_rows) {
   const host_problem h;
   const reference ref = single_device(h, 0);
   const gpu::device_set devices = gpu::device_set::all();
+  const int n = devices.size();
   gpu::stream_set streams(devices);
   std::vector<device_problem> problems;
   std::vector<rs::sinogram_source<float>> sino;
-  for (int i = 0; i < devices.size(); ++i) {
+  for (int i = 0; i < n; ++i) {
     problems.push_back(h.upload(devices.device(i), streams[i]));
     sino.push_back(problems.back().sino);
   }
+  // The sources declare their sinogram layout (planes of views x radial
+  // bins): the devices' parts are whole planes.
+  const std::size_t lors = sino[0].count;
+  const std::size_t per_plane = lors / std::size_t(h.layout.num_planes());
+  ASSERT_EQ(sino[0].layout,
+            rp::lor_layout::sinogram(h.views.size(), per_plane / h.views.size()));
   gpu::replicated_image<float> img(devices, h.geometry, streams);
   img.upload(host_problem::cs(h.image), streams);
-  gpu::device_buffer<float> out(sino[0].count, streams[0]);
+  gpu::device_buffer<float> out(lors, streams[0]);
   gpu::multi_options m;
-  m.weights.assign(std::size_t(devices.size()), 1.0);
+  m.weights.assign(std::size_t(n), 1.0);
   m.weights[0] = 3.0;
-  gpu::forward<float>(img, sino, {out.span()}, rows_of(h), streams, m);
+  gpu::forward(rp::op::non_tof{}, img, sino, {out.span()}, streams, m);
   streams.synchronize();
   EXPECT_LT(relative_error(download(out, streams[0]), ref.fwd, 0), 1e-5);
+
+  // One output per device (indexed like the whole call): device i writes
+  // exactly its range, whole planes.
+  const float sentinel = -1.f;
+  std::vector<gpu::device_buffer<float>> own;
+  std::vector<rp::span<float>> own_spans;
+  for (int i = 0; i < n; ++i) {
+    const gpu::device_guard guard(devices.device(i));
+    own.emplace_back(lors, streams[i]);
+    own.back().fill(sentinel, streams[i]);
+    own_spans.push_back(own.back().span());
+  }
+  gpu::forward(rp::op::non_tof{}, img, sino, own_spans, streams, m);
+  const auto ranges = gpu::split_lors(lors, n, m.weights, per_plane);
+  std::vector<float> got_in_range, ref_in_range;
+  for (int i = 0; i < n; ++i) {
+    const gpu::lor_range r = ranges[std::size_t(i)];
+    EXPECT_EQ(r.first % per_plane, 0u) << "device " << i;
+    EXPECT_EQ(r.count % per_plane, 0u) << "device " << i;
+    const auto got = download(own[std::size_t(i)], streams[i]);
+    std::size_t outside = 0;
+    for (std::size_t j = 0; j < lors; ++j) {
+      if (j >= r.first && j < r.first + r.count) {
+        got_in_range.push_back(got[j]);
+        ref_in_range.push_back(ref.fwd[j]);
+      } else if (got[j] != sentinel) {
+        ++outside;
+      }
+    }
+    EXPECT_EQ(outside, 0u) << "device " << i << " wrote outside its range";
+  }
+  EXPECT_EQ(got_in_range.size(), lors);
+  EXPECT_LT(relative_error(got_in_range, ref_in_range, 0), 1e-5);
+  streams.synchronize();
+}
+
+// One list-mode operation per device, its bins on that device: with events
+// as shares (bins of the share) and replicated (every device all bins); and
+// one operation for the whole call over shares (bins read through peer
+// access). Every form equals the single-device API.
+TEST_F(multi_device, per_device_operations_equal_the_single_device_api) {
+  const host_problem h;
+  const reference ref = single_device(h, 0);
+  const gpu::device_set devices = gpu::device_set::all();
+  const int n = devices.size();
+  const std::size_t nn = std::size_t(n), events_count = h.num_events;
+  gpu::stream_set streams(devices);
+  std::vector<device_problem> problems;
+  for (int i = 0; i < n; ++i)
+    problems.push_back(h.upload(devices.device(i), streams[i]));
+  gpu::replicated_image<float> img(devices, h.geometry, streams);
+  img.upload(host_problem::cs(h.image), streams);
+  gpu::replica_reducer<float> reducer(devices, h.geometry, streams);
+  auto spans = [](std::vector<gpu::device_buffer<float>> &v) {
+    std::vector<rp::span<float>> r;
+    for (auto &x : v)
+      r.push_back(x.span());
+    return r;
+  };
+  auto cspans = [](std::vector<gpu::device_buffer<float>> &v) {
+    std::vector<rp::span<const float>> r;
+    for (auto &x : v)
+      r.push_back(x.cspan());
+    return r;
+  };
+  // One device: identical forward values; more: the parts may use other
+  // lanes per LOR than the whole call (rounding only).
+  auto expect_forward = [&](const std::vector<float> &got, const char *what) {
+    ASSERT_EQ(got.size(), ref.fwd_lm.size()) << what;
+    if (n == 1)
+      EXPECT_EQ(got, ref.fwd_lm) << what;
+    else
+      EXPECT_LT(relative_error(got, ref.fwd_lm, 0), 1e-5) << what;
+  };
+  // Back projections overwrite the replicas: the image is uploaded again
+  // afterwards for the next forward projection.
+  auto expect_back = [&](auto &&project, const char *what) {
+    img.zero(streams);
+    project();
+    reducer.sum(img, streams, 0);
+    EXPECT_LT(relative_error(download(img.replica(0), streams[0]), ref.back_lm, 0), 2e-6)
+        << what;
+    img.upload(host_problem::cs(h.image), streams);
+  };
+
+  // Shares: device i holds events [first_i, first_i + count_i), their bins,
+  // outputs and values.
+  gpu::multi_options shares;
+  shares.input = gpu::lor_input::shares;
+  const std::size_t share = (events_count + nn - 1) / nn;
+  std::vector<rp::detector_pairs<float>> events;
+  std::vector<rp::op::tof_listmode<float>> ops;
+  std::vector<gpu::device_buffer<float>> out, values;
+  for (int i = 0; i < n; ++i) {
+    const std::size_t first = std::min(events_count, share * std::size_t(i));
+    const std::size_t count = std::min(events_count - first, share);
+    const device_problem &p = problems[std::size_t(i)];
+    events.push_back(p.events.subview(first, count));
+    ops.emplace_back(h.tof, p.bins.cspan().subspan(first, count));
+    const gpu::device_guard guard(devices.device(i));
+    out.emplace_back(count, streams[i]);
+    values.push_back(gpu::make_device_buffer(
+        rp::span<const float>(ref.fwd_lm.data() + first, count), streams[i]));
+  }
+  gpu::forward(ops, img, events, spans(out), streams, shares);
+  std::vector<float> gathered;
+  for (int i = 0; i < n; ++i) {
+    const auto part = download(out[std::size_t(i)], streams[i]);
+    gathered.insert(gathered.end(), part.begin(), part.end());
+  }
+  expect_forward(gathered, "shares");
+  expect_back([&] { gpu::back(ops, img, events, cspans(values), streams, shares); },
+              "shares");
+
+  // Replicated: every device all events and all bins; per-device outputs
+  // indexed like the whole call (device i fills its range).
+  std::vector<rp::detector_pairs<float>> all_events;
+  std::vector<rp::op::tof_listmode<float>> all_ops;
+  std::vector<gpu::device_buffer<float>> all_out, all_values;
+  for (int i = 0; i < n; ++i) {
+    const device_problem &p = problems[std::size_t(i)];
+    all_events.push_back(p.events);
+    all_ops.emplace_back(h.tof, p.bins.cspan());
+    const gpu::device_guard guard(devices.device(i));
+    all_out.emplace_back(events_count, streams[i]);
+    all_values.push_back(
+        gpu::make_device_buffer(host_problem::cs(ref.fwd_lm), streams[i]));
+  }
+  gpu::forward(all_ops, img, all_events, spans(all_out), streams);
+  gathered.clear();
+  const auto ranges = gpu::split_lors(events_count, n, {});
+  for (int i = 0; i < n; ++i) {
+    const auto part = download(all_out[std::size_t(i)], streams[i]);
+    const gpu::lor_range r = ranges[std::size_t(i)];
+    gathered.insert(gathered.end(), part.begin() + std::ptrdiff_t(r.first),
+                    part.begin() + std::ptrdiff_t(r.first + r.count));
+  }
+  expect_forward(gathered, "replicated");
+  expect_back([&] { gpu::back(all_ops, img, all_events, cspans(all_values), streams); },
+              "replicated");
+
+  // One operation for the whole call over shares: bins on device 0.
+  if (n == 1 || devices.all_peers()) {
+    const rp::op::tof_listmode<float> whole(h.tof, problems[0].bins.cspan());
+    const gpu::device_guard guard(devices.device(0));
+    gpu::device_buffer<float> whole_out(events_count, streams[0]);
+    gpu::forward(whole, img, events, {whole_out.span()}, streams, shares);
+    expect_forward(download(whole_out, streams[0]), "one operation");
+    const auto v = gpu::make_device_buffer(host_problem::cs(ref.fwd_lm), streams[0]);
+    expect_back([&] { gpu::back(whole, img, events, {v.cspan()}, streams, shares); },
+                "one operation");
+  }
+
+  // Per-device operations are checked like per-device arrays.
+  const std::vector<rp::op::tof_listmode<float>> too_few_ops(ops.begin(), ops.end() - 1);
+  expect_invalid(
+      [&] { gpu::forward(too_few_ops, img, events, spans(out), streams, shares); },
+      "ops");
+  auto short_bins = ops;
+  auto &last = short_bins.back();
+  last.bins = last.bins.subspan(0, last.bins.size() - 1);
+  expect_invalid(
+      [&] { gpu::forward(short_bins, img, events, spans(out), streams, shares); },
+      "ops[" + std::to_string(n - 1) + "].bins");
+  if (n > 1 && !devices.peer_access(1, 0)) {
+    auto other_device = ops;
+    other_device[1].bins = problems[0].bins.cspan().subspan(0, events[1].count);
+    expect_invalid(
+        [&] { gpu::forward(other_device, img, events, spans(out), streams, shares); },
+        "ops[1].bins");
+  }
+  streams.synchronize();
 }
 
 TEST_F(multi_device, bad_arguments_are_rejected_before_any_work) {
@@ -449,25 +617,32 @@ TEST_F(multi_device, bad_arguments_are_rejected_before_any_work) {
   std::vector<float> host_out(sino[0].count);
   const std::vector<rp::span<float>> outs = {out.span()};
   std::vector<gpu::stream_ref> too_few(streams.refs().begin(), streams.refs().end() - 1);
-  expect_invalid([&] { gpu::forward<float>(img, sino, outs, {}, too_few); }, "streams");
+  const rp::op::non_tof non_tof;
+  expect_invalid([&] { gpu::forward(non_tof, img, sino, outs, too_few); }, "streams");
   expect_invalid(
       [&] {
-        gpu::forward<float>(
-            img, sino, {rp::span<float>(host_out.data(), host_out.size())}, {}, streams);
+        gpu::forward(non_tof, img, sino,
+                     {rp::span<float>(host_out.data(), host_out.size())}, streams);
       },
       "out");
   expect_invalid(
-      [&] { gpu::forward<float>(img, sino, {out.span().subspan(0, 5)}, {}, streams); },
+      [&] { gpu::forward(non_tof, img, sino, {out.span().subspan(0, 5)}, streams); },
       "out");
   auto short_list = sino;
   short_list.pop_back();
-  expect_invalid([&] { gpu::forward<float>(img, short_list, outs, {}, streams); },
-                 "lors");
+  expect_invalid([&] { gpu::forward(non_tof, img, short_list, outs, streams); }, "lors");
   gpu::multi_options w;
   w.weights = {1.0,  2.0,  3.0,  4.0,  5.0,  6.0,  7.0,  8.0, 9.0,
                10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0};
-  expect_invalid([&] { gpu::forward<float>(img, sino, outs, {}, streams, w); },
-                 "weights");
+  expect_invalid([&] { gpu::forward(non_tof, img, sino, outs, streams, w); }, "weights");
+  // One operation per device: as many as devices.
+  const std::vector<rp::op::non_tof> too_many_ops(std::size_t(n) + 1);
+  expect_invalid([&] { gpu::forward(too_many_ops, img, sino, outs, streams); }, "ops");
+  // Tuning is checked for every part.
+  gpu::multi_options bad_tuning;
+  bad_tuning.tuning.block_size = 100;
+  expect_invalid([&] { gpu::forward(non_tof, img, sino, outs, streams, bad_tuning); },
+                 "tuning.block_size");
   gpu::replica_reducer<float> reducer(devices, h.geometry, streams);
   expect_invalid([&] { reducer.sum(img, streams, n); }, "root");
 #if !(defined(RESPROJ_HAS_NCCL) && RESPROJ_HAS_NCCL)
@@ -483,20 +658,19 @@ TEST_F(multi_device, bad_arguments_are_rejected_before_any_work) {
   // Device 1's source pointing at device 0's tables.
   auto wrong = sino;
   wrong[1] = sino[0];
-  expect_invalid([&] { gpu::forward<float>(img, wrong, outs, {}, streams); },
+  expect_invalid([&] { gpu::forward(non_tof, img, wrong, outs, streams); },
                  "lors[1].detectors");
   // Streams in the wrong order.
   std::vector<gpu::stream_ref> swapped = streams.refs();
   std::swap(swapped[0], swapped[1]);
-  expect_invalid([&] { gpu::forward<float>(img, sino, outs, {}, swapped); },
-                 "streams[0]");
+  expect_invalid([&] { gpu::forward(non_tof, img, sino, outs, swapped); }, "streams[0]");
   // Per-device outputs: entry 1 on device 0 is usable only through peer
   // access.
   if (!devices.peer_access(1, 0)) {
     gpu::device_buffer<float> out1(sino[0].count, streams[0]);
     expect_invalid(
         [&] {
-          gpu::forward<float>(img, sino, {out.span(), out1.span()}, {}, streams);
+          gpu::forward(non_tof, img, sino, {out.span(), out1.span()}, streams);
         },
         "out[1]");
   }
@@ -559,29 +733,32 @@ streamed one_streamer(const host_problem &h, const host_lors &l) {
   const std::size_t n = h.num_events, nb = std::size_t(h.tof.num_bins);
   const rp::detector_pairs<float> pairs(p.detectors.data(), p.detectors.size() / 3,
                                         h.pairs.data(), n);
-  const auto det = p.detectors.cspan();
-  const auto rec = host_problem::cs(l.records);
+  const rs::listmode_records<float> rec(p.detectors.data(), p.detectors.size() / 3,
+                                        l.records.data(), n);
+  const auto host_bins = host_problem::cs(h.bins);
   streamed r;
   r.fwd.resize(n);
   r.fwd_tof.resize(n * nb);
   r.fwd_lm.resize(n);
   r.fwd_lm_ep.resize(n);
-  st.forward(img, pairs, ms(r.fwd), s);
-  st.forward_tof_sino(img, l.lors(), l.tof_lor, ms(r.fwd_tof), s);
-  st.forward_tof_lm(img, det, rec, h.tof, ms(r.fwd_lm), s);
-  st.forward_tof_lm(img, l.lors(), host_problem::cs(h.bins), h.tof, ms(r.fwd_lm_ep), s);
+  st.forward(rp::op::non_tof{}, img, pairs, ms(r.fwd), s);
+  st.forward(rp::op::tof_sinogram{l.tof_lor}, img, l.lors(), ms(r.fwd_tof), s);
+  st.forward(rp::op::tof_listmode{h.tof}, img, rec, ms(r.fwd_lm), s);
+  st.forward(rp::op::tof_listmode{h.tof, host_bins}, img, l.lors(), ms(r.fwd_lm_ep), s);
   auto run = [&](auto &&project) {
     img.zero(s);
     project();
     return download(img, s);
   };
   const auto v = host_problem::cs(l.values);
-  r.back = run([&] { st.back(img, l.lors(), v, s); });
-  r.back_tof = run(
-      [&] { st.back_tof_sino(img, pairs, h.tof, host_problem::cs(l.sino_values), s); });
-  r.back_lm = run([&] { st.back_tof_lm(img, det, rec, h.tof, v, s); });
-  r.back_lm_pairs =
-      run([&] { st.back_tof_lm(img, pairs, host_problem::cs(h.bins), l.tof_lor, v, s); });
+  r.back = run([&] { st.back(rp::op::non_tof{}, img, l.lors(), v, s); });
+  r.back_tof = run([&] {
+    st.back(rp::op::tof_sinogram{h.tof}, img, pairs, host_problem::cs(l.sino_values), s);
+  });
+  r.back_lm = run([&] { st.back(rp::op::tof_listmode{h.tof}, img, rec, v, s); });
+  r.back_lm_pairs = run([&] {
+    st.back(rp::op::tof_listmode{l.tof_lor, host_bins}, img, pairs, v, s);
+  });
   return r;
 }
 
@@ -594,13 +771,14 @@ streamed multi_streamer(const host_problem &h, const host_lors &l,
   gpu::stream_set streams(devices);
   std::vector<device_problem> problems;
   std::vector<rp::detector_pairs<float>> pairs;
-  std::vector<rp::span<const float>> det;
+  std::vector<rs::listmode_records<float>> rec;
   for (int i = 0; i < nd; ++i) {
     problems.push_back(h.upload(devices.device(i), streams[i]));
     const auto &p = problems.back();
     pairs.emplace_back(p.detectors.data(), p.detectors.size() / 3, h.pairs.data(),
                        h.num_events);
-    det.push_back(p.detectors.cspan());
+    rec.emplace_back(p.detectors.data(), p.detectors.size() / 3, l.records.data(),
+                     h.num_events);
   }
   gpu::replicated_image<float> img(devices, h.geometry, streams);
   img.upload(host_problem::cs(h.image), streams);
@@ -609,18 +787,19 @@ streamed multi_streamer(const host_problem &h, const host_lors &l,
   EXPECT_EQ(st.size(), nd);
   EXPECT_EQ(st.streamer(nd - 1).device(), devices.device(nd - 1));
   const std::size_t n = h.num_events, nb = std::size_t(h.tof.num_bins);
-  const auto rec = host_problem::cs(l.records);
+  const auto host_bins = host_problem::cs(h.bins);
   streamed r;
   r.fwd.resize(n);
   r.fwd_tof.resize(n * nb);
   r.fwd_lm_ep.resize(n);
   gpu::pinned_buffer<float> pinned_out(n); // the direct (pinned) output path
-  st.forward(img, pairs, ms(r.fwd), streams, weights);
-  st.forward_tof_sino(img, l.lors(), l.tof_lor, ms(r.fwd_tof), streams, weights);
-  st.forward_tof_lm(img, det, rec, h.tof, pinned_out.span(), streams, weights);
+  st.forward(rp::op::non_tof{}, img, pairs, ms(r.fwd), streams, weights);
+  st.forward(rp::op::tof_sinogram{l.tof_lor}, img, l.lors(), ms(r.fwd_tof), streams,
+             weights);
+  st.forward(rp::op::tof_listmode{h.tof}, img, rec, pinned_out.span(), streams, weights);
   r.fwd_lm.assign(pinned_out.begin(), pinned_out.end());
-  st.forward_tof_lm(img, l.lors(), host_problem::cs(h.bins), h.tof, ms(r.fwd_lm_ep),
-                    streams, weights);
+  st.forward(rp::op::tof_listmode{h.tof, host_bins}, img, l.lors(), ms(r.fwd_lm_ep),
+             streams, weights);
   auto run = [&](auto &&project) {
     img.zero(streams);
     project();
@@ -628,14 +807,15 @@ streamed multi_streamer(const host_problem &h, const host_lors &l,
     return download(img.replica(0), streams[0]);
   };
   const auto v = host_problem::cs(l.values);
-  r.back = run([&] { st.back(img, l.lors(), v, streams, weights); });
+  r.back = run([&] { st.back(rp::op::non_tof{}, img, l.lors(), v, streams, weights); });
   r.back_tof = run([&] {
-    st.back_tof_sino(img, pairs, h.tof, host_problem::cs(l.sino_values), streams,
-                     weights);
+    st.back(rp::op::tof_sinogram{h.tof}, img, pairs, host_problem::cs(l.sino_values),
+            streams, weights);
   });
-  r.back_lm = run([&] { st.back_tof_lm(img, det, rec, h.tof, v, streams, weights); });
+  r.back_lm =
+      run([&] { st.back(rp::op::tof_listmode{h.tof}, img, rec, v, streams, weights); });
   r.back_lm_pairs = run([&] {
-    st.back_tof_lm(img, pairs, host_problem::cs(h.bins), l.tof_lor, v, streams, weights);
+    st.back(rp::op::tof_listmode{l.tof_lor, host_bins}, img, pairs, v, streams, weights);
   });
   streams.synchronize();
   return r;
@@ -710,13 +890,15 @@ TEST_F(multi_device, streamer_rejects_bad_arguments_before_any_work) {
   gpu::stream_set streams(devices);
   std::vector<device_problem> problems;
   std::vector<rp::detector_pairs<float>> pairs;
-  std::vector<rp::span<const float>> det;
+  std::vector<rs::listmode_records<float>> rec;
   for (int i = 0; i < n; ++i) {
     problems.push_back(h.upload(devices.device(i), streams[i]));
     pairs.emplace_back(problems.back().detectors.data(),
                        problems.back().detectors.size() / 3, h.pairs.data(),
                        h.num_events);
-    det.push_back(problems.back().detectors.cspan());
+    rec.emplace_back(problems.back().detectors.data(),
+                     problems.back().detectors.size() / 3, l.records.data(),
+                     h.num_events);
   }
   gpu::replicated_image<float> img(devices, h.geometry, streams);
   img.upload(host_problem::cs(h.image), streams);
@@ -724,59 +906,61 @@ TEST_F(multi_device, streamer_rejects_bad_arguments_before_any_work) {
   const float sentinel = -7.f;
   std::vector<float> out(h.num_events, sentinel);
   const auto o = ms(out);
-  const auto rec = host_problem::cs(l.records);
+  const rp::op::non_tof non_tof;
+  const rp::op::tof_listmode<float> lm(h.tof); // bins from the records
   expect_invalid([&] { gpu::multi_device_streamer<float> x(devices, 0); }, "max_chunk");
-  expect_invalid([&] { st.forward(img, l.lors(), o.subspan(0, 10), streams); },
+  expect_invalid([&] { st.forward(non_tof, img, l.lors(), o.subspan(0, 10), streams); },
                  "host_out");
   std::vector<gpu::stream_ref> too_few(streams.refs().begin(), streams.refs().end() - 1);
-  expect_invalid([&] { st.forward(img, l.lors(), o, too_few); }, "streams");
+  expect_invalid([&] { st.forward(non_tof, img, l.lors(), o, too_few); }, "streams");
   expect_invalid(
       [&] {
-        st.forward(img, l.lors(), o, streams, {1.0, -1.0, 1.0});
+        st.forward(non_tof, img, l.lors(), o, streams, {1.0, -1.0, 1.0});
       },
       "weights");
   // Device memory where host memory is required.
   {
     const gpu::device_guard guard(devices.device(0));
     gpu::device_buffer<float> device_out(h.num_events, streams[0]);
-    expect_invalid([&] { st.forward(img, pairs, device_out.span(), streams); },
+    expect_invalid([&] { st.forward(non_tof, img, pairs, device_out.span(), streams); },
                    "host_out");
   }
   auto device_pairs = pairs;
   for (int i = 0; i < n; ++i)
     device_pairs[std::size_t(i)].pairs = problems[0].pairs.data();
-  expect_invalid([&] { st.forward(img, device_pairs, o, streams); },
+  expect_invalid([&] { st.forward(non_tof, img, device_pairs, o, streams); },
                  "host_lors[0].pairs");
   // Host memory where a resident detector table is required.
   auto host_tables = pairs;
   host_tables.back().detectors = h.detectors.data();
-  expect_invalid([&] { st.forward(img, host_tables, o, streams); },
+  expect_invalid([&] { st.forward(non_tof, img, host_tables, o, streams); },
                  "host_lors[" + std::to_string(n - 1) + "].detectors");
-  auto no_tables = det;
+  auto no_tables = rec;
   no_tables.pop_back();
-  expect_invalid([&] { st.forward_tof_lm(img, no_tables, rec, h.tof, o, streams); },
-                 "detectors");
+  expect_invalid([&] { st.forward(lm, img, no_tables, o, streams); }, "host_lors");
   auto bad_tof = h.tof;
   bad_tof.num_bins = 0;
-  expect_invalid([&] { st.forward_tof_lm(img, det, rec, bad_tof, o, streams); },
-                 "tof.num_bins");
+  expect_invalid(
+      [&] { st.forward(rp::op::tof_listmode<float>(bad_tof), img, rec, o, streams); },
+      "tof.num_bins");
   expect_invalid(
       [&] {
-        st.forward_tof_lm(img, l.lors(), host_problem::cs(h.bins).subspan(0, 5), h.tof, o,
-                          streams);
+        st.forward(rp::op::tof_listmode{h.tof, host_problem::cs(h.bins).subspan(0, 5)},
+                   img, l.lors(), o, streams);
       },
-      "host_bins");
+      "bins");
   // An image replicated on another set of devices.
   const gpu::device_set first({devices.device(0)});
   gpu::stream_set first_streams(first);
   gpu::replicated_image<float> other(first, h.geometry, first_streams);
   if (n > 1)
-    expect_invalid([&] { st.forward(other, l.lors(), o, streams); }, "image");
+    expect_invalid([&] { st.forward(non_tof, other, l.lors(), o, streams); }, "image");
   if (n > 1) {
     // Device 1's table on device 0.
-    auto wrong = det;
-    wrong[1] = det[0];
-    expect_invalid([&] { st.forward(img, wrong, rec, o, streams); }, "detectors[1]");
+    auto wrong = rec;
+    wrong[1] = rec[0];
+    expect_invalid([&] { st.forward(lm, img, wrong, o, streams); },
+                   "host_lors[1].detectors");
   }
   // Nothing was written by the rejected calls.
   for (const float x : out)
