@@ -1,6 +1,8 @@
 // A plain C++ (g++) translation unit using the GPU backend through the
 // compiled target: the path for toolkits such as STIR that cannot include
-// .cuh headers. Only <cuda_runtime_api.h> (plain C) is used for memory.
+// .cuh headers. Only <cuda_runtime_api.h> (plain C) is used for memory. The
+// header-only results the compiled calls must equal come from
+// compiled_reference.cu (nvcc), linked into this test.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
@@ -10,8 +12,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "resproj/core/operations.hpp"
 #include "resproj/cpu/projector.hpp"
-#include "resproj/cpu/tof_projector.hpp"
 #include "resproj/gpu/compiled.hpp"
 #include "resproj/scanner/polygon_scanner.hpp"
 #include "resproj/scanner/sinogram.hpp"
@@ -20,7 +22,19 @@
 namespace rp = resproj;
 namespace gc = resproj::gpu::compiled;
 
+// Header-only gpu::forward of the same calls (compiled_reference.cu).
+void reference_forward(const rp::op::non_tof &op,
+                       rp::gpu::device_image_view<const float> image,
+                       const rp::scanner::sinogram_source<float> &lors,
+                       rp::span<float> out, cudaStream_t stream);
+void reference_forward(const rp::op::tof_listmode<float> &op,
+                       rp::gpu::device_image_view<const float> image,
+                       const rp::detector_pairs<float> &lors, rp::span<float> out,
+                       cudaStream_t stream);
+
 namespace {
+
+const rp::op::non_tof non_tof{};
 
 TEST(gpu_compiled, host_compiler_can_project) {
   if (gc::device_count() == 0)
@@ -37,7 +51,7 @@ TEST(gpu_compiled, host_compiler_can_project) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   std::vector<float> gpu_out(n, -1.f), host_out(n, -1.f), cpu_out(n);
   {
-    gc::resident_image<float> d_img(g, stream);
+    gc::device_image<float> d_img(g, stream);
     d_img.upload(rp::span<const float>(image.data(), image.size()), stream);
 
     // Device-resident LORs through the plain runtime API.
@@ -51,7 +65,7 @@ TEST(gpu_compiled, host_compiler_can_project) {
                     cudaMemcpyHostToDevice, stream);
     cudaMemcpyAsync(d_lors + starts.size(), ends.data(), ends.size() * sizeof(float),
                     cudaMemcpyHostToDevice, stream);
-    gc::forward(d_img.view(),
+    gc::forward(non_tof, d_img.view(),
                 rp::lor_view<const float>(d_lors, d_lors + starts.size(), n),
                 rp::span<float>(d_out, n), stream);
     cudaMemcpyAsync(gpu_out.data(), d_out, n * sizeof(float), cudaMemcpyDeviceToHost,
@@ -61,16 +75,16 @@ TEST(gpu_compiled, host_compiler_can_project) {
     cudaFree(d_out);
 
     // Host LORs through the streaming projector.
-    gc::host_lor_projector<float> streamer(2);
-    streamer.forward(d_img.view(),
+    gc::lor_streamer<float> streamer(2);
+    streamer.forward(non_tof, d_img.view(),
                      rp::lor_view<const float>(starts.data(), ends.data(), n),
                      rp::span<float>(host_out.data(), n), stream);
   }
   ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 
-  rp::cpu::forward<float>(rp::image_view<const float>(image.data(), g),
-                          rp::lor_view<const float>(starts.data(), ends.data(), n),
-                          rp::span<float>(cpu_out.data(), n));
+  rp::cpu::forward(non_tof, rp::image_view<const float>(image.data(), g),
+                   rp::lor_view<const float>(starts.data(), ends.data(), n),
+                   rp::span<float>(cpu_out.data(), n));
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_NEAR(gpu_out[i], cpu_out[i], 1e-5f * std::abs(cpu_out[i])) << i;
     EXPECT_NEAR(host_out[i], cpu_out[i], 1e-5f * std::abs(cpu_out[i])) << i;
@@ -86,9 +100,9 @@ TEST(gpu_compiled, rejects_host_memory) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   EXPECT_THROW(
-      gc::forward(rp::gpu::device_image_view<const float>(host_image.data(), g, 0),
-                  rp::lor_view<const float>(a, b, 1), rp::span<float>(out.data(), 1),
-                  stream),
+      gc::forward(
+          non_tof, rp::gpu::device_image_view<const float>(host_image.data(), g, 0),
+          rp::lor_view<const float>(a, b, 1), rp::span<float>(out.data(), 1), stream),
       rp::invalid_argument);
   cudaStreamDestroy(stream);
 }
@@ -162,7 +176,7 @@ TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   {
-    gc::resident_image<float> d_img(g, stream);
+    gc::device_image<float> d_img(g, stream);
     d_img.upload(rp::span<const float>(image.data(), image.size()), stream);
     device_copy<float> d_det(detectors, stream);
     device_copy<std::int32_t> d_pairs(pairs, stream), d_planes(planes, stream),
@@ -181,25 +195,32 @@ TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
 
     // Non-TOF forward: detector pairs and sinogram source vs the CPU.
     std::vector<float> cpu(n), cpu_s(ns);
-    rp::cpu::forward<float>(host_img, host_src, rp::span<float>(cpu.data(), n));
-    rp::cpu::forward<float>(host_img, host_sino, rp::span<float>(cpu_s.data(), ns));
+    rp::cpu::forward(non_tof, host_img, host_src, rp::span<float>(cpu.data(), n));
+    rp::cpu::forward(non_tof, host_img, host_sino, rp::span<float>(cpu_s.data(), ns));
     device_copy<float> out(n * nb, stream), out_s(ns * nb, stream);
-    gc::forward(d_img.view(), dev_src, rp::span<float>(out.data, n), stream);
+    gc::forward(non_tof, d_img.view(), dev_src, rp::span<float>(out.data, n), stream);
     auto got = out.host(stream);
     got.resize(n);
     EXPECT_LT(rel_diff(got, cpu), 1e-4);
-    gc::forward(d_img.view(), dev_sino, rp::span<float>(out_s.data, ns), stream);
+    gc::forward(non_tof, d_img, dev_sino, rp::span<float>(out_s.data, ns), stream);
     got = out_s.host(stream);
     got.resize(ns);
     EXPECT_LT(rel_diff(got, cpu_s), 1e-4);
+    // ... and equals the header-only projector's result (same kernel).
+    ASSERT_EQ(cudaMemsetAsync(out_s.data, 0xff, ns * sizeof(float), stream), cudaSuccess);
+    reference_forward(non_tof, d_img, dev_sino, rp::span<float>(out_s.data, ns), stream);
+    auto reference = out_s.host(stream);
+    reference.resize(ns);
+    EXPECT_EQ(got, reference);
 
     // Non-TOF back of the pairs (adjoint check against the CPU back projection).
     std::vector<float> cpu_bp(image.size(), 0.f), gpu_bp(image.size());
-    rp::cpu::back<float>(rp::image_view<float>(cpu_bp.data(), g), host_src,
-                         rp::span<const float>(cpu.data(), n));
+    rp::cpu::back(non_tof, rp::image_view<float>(cpu_bp.data(), g), host_src,
+                  rp::span<const float>(cpu.data(), n));
     device_copy<float> d_vals(cpu, stream);
     d_img.zero(stream);
-    gc::back(d_img.view(), dev_src, rp::span<const float>(d_vals.data, n), stream);
+    gc::back(non_tof, d_img.view(), dev_src, rp::span<const float>(d_vals.data, n),
+             stream);
     d_img.download(rp::span<float>(gpu_bp.data(), gpu_bp.size()), stream);
     cudaStreamSynchronize(stream);
     EXPECT_LT(rel_diff(gpu_bp, cpu_bp), 1e-4);
@@ -207,34 +228,42 @@ TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
 
     // TOF sinogram of the sinogram source, TOF list-mode of the pairs.
     std::vector<float> cpu_ts(ns * nb), cpu_lm(n);
-    rp::cpu::forward_tof_sino<float>(host_img, host_sino, tof,
-                                     rp::span<float>(cpu_ts.data(), ns * nb));
-    rp::cpu::forward_tof_lm<float>(host_img, host_src,
-                                   rp::span<const std::int16_t>(bins.data(), n), tof,
-                                   rp::span<float>(cpu_lm.data(), n));
-    gc::forward_tof_sino(d_img.view(), dev_sino, tof,
-                         rp::span<float>(out_s.data, ns * nb), stream);
+    const rp::op::tof_sinogram sinogram{tof};
+    const rp::op::tof_listmode host_listmode{
+        tof, rp::span<const std::int16_t>(bins.data(), n)};
+    const rp::op::tof_listmode dev_listmode{tof,
+                                            rp::span<const std::int16_t>(d_bins.data, n)};
+    rp::cpu::forward(sinogram, host_img, host_sino,
+                     rp::span<float>(cpu_ts.data(), ns * nb));
+    rp::cpu::forward(host_listmode, host_img, host_src,
+                     rp::span<float>(cpu_lm.data(), n));
+    gc::forward(sinogram, d_img.view(), dev_sino, rp::span<float>(out_s.data, ns * nb),
+                stream);
     EXPECT_LT(rel_diff(out_s.host(stream), cpu_ts), 1e-4);
-    gc::forward_tof_lm(d_img.view(), dev_src,
-                       rp::span<const std::int16_t>(d_bins.data, n), tof,
-                       rp::span<float>(out.data, n), stream);
+    gc::forward(dev_listmode, d_img.view(), dev_src, rp::span<float>(out.data, n),
+                stream);
     got = out.host(stream);
     got.resize(n);
     EXPECT_LT(rel_diff(got, cpu_lm), 1e-4);
+    // ... and equals the header-only projector's result (same kernel).
+    ASSERT_EQ(cudaMemsetAsync(out.data, 0xff, n * sizeof(float), stream), cudaSuccess);
+    reference_forward(dev_listmode, d_img, dev_src, rp::span<float>(out.data, n), stream);
+    reference = out.host(stream);
+    reference.resize(n);
+    EXPECT_EQ(got, reference);
 
     // Host-streamed detector pairs and packed records.
-    gc::host_lor_projector<float> streamer(1500);
+    gc::lor_streamer<float> streamer(1500);
     std::vector<float> streamed(n, -1.f);
     const rp::detector_pairs<float> streamed_src(d_det.data, nd, pairs.data(), n);
-    streamer.forward_tof_lm(d_img.view(), streamed_src,
-                            rp::span<const std::int16_t>(bins.data(), n), tof,
-                            rp::span<float>(streamed.data(), n), stream);
+    streamer.forward(host_listmode, d_img.view(), streamed_src,
+                     rp::span<float>(streamed.data(), n), stream);
     EXPECT_LT(rel_diff(streamed, cpu_lm), 1e-4);
     const auto events = rs::pack_events(rp::span<const std::int32_t>(pairs.data(), 2 * n),
                                         rp::span<const std::int16_t>(bins.data(), n));
     std::fill(streamed.begin(), streamed.end(), -1.f);
-    streamer.forward(d_img.view(), rp::span<const float>(d_det.data, detectors.size()),
-                     rp::span<const rs::listmode_event>(events.data(), n),
+    streamer.forward(non_tof, d_img.view(),
+                     rs::listmode_records<float>(d_det.data, nd, events.data(), n),
                      rp::span<float>(streamed.data(), n), stream);
     EXPECT_LT(rel_diff(streamed, cpu), 1e-4);
 

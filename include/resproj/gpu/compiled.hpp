@@ -1,16 +1,26 @@
 /// @file
 /// @brief Host-only declarations of the GPU backend for translation units
 /// compiled by a plain C++ compiler (g++, as in STIR). Link the target
-/// `resproj::gpu_compiled`, which instantiates these for float and double
-/// from one `.cu` file. No CUDA type appears here except `cudaStream_t`.
+/// `resproj::gpu_compiled`, which instantiates them for float and double.
+/// No CUDA type appears here except `cudaStream_t`. The call shape is that
+/// of the header-only backend (gpu/projector.cuh, gpu/lor_streamer.cuh):
 ///
-/// Semantics are those of the header-only `resproj::gpu` calls of the same
-/// names (gpu/projector.cuh, gpu/device_image.cuh, gpu/lor_streamer.cuh).
+///     compiled::forward(operation, image, lors, out, stream[, tuning]);
+///     compiled::back(operation, image, lors, values, stream[, tuning]);
+///
+/// Instantiated for T in {float, double}, every operation (`op::non_tof`,
+/// `op::tof_sinogram<T>`, `op::tof_listmode<T>`) and the LOR sources
+/// `lor_view<const T>`, `detector_pairs<T>`, `scanner::sinogram_source<T>`
+/// (device memory); `compiled::lor_streamer<T>` takes `lor_view<const T>`,
+/// `detector_pairs<T>` and `scanner::listmode_records<T>` (host memory).
+/// `RESPROJ_GPU_COMPILED_OPERATIONS` below is that list, written once:
+/// the library instantiates it, and the declarations accept nothing else.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include <driver_types.h> // cudaStream_t only
 
@@ -18,136 +28,82 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/core/lor_sources.hpp"
+#include "resproj/core/operations.hpp"
 #include "resproj/core/span.hpp"
-#include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
 #include "resproj/gpu/device_image_view.hpp"
+#include "resproj/gpu/tuning.hpp"
 #include "resproj/scanner/listmode.hpp"
 #include "resproj/scanner/sinogram_source.hpp"
+
+/// The instantiation list: for precision T, `Sources(X, T, Op)` for every
+/// operation. `RESPROJ_GPU_COMPILED_DEVICE_SOURCES` (compiled::forward and
+/// compiled::back) and `RESPROJ_GPU_COMPILED_HOST_SOURCES`
+/// (compiled::lor_streamer) then call `X(T, Op, Lors)` for every LOR source.
+// clang-format off
+#define RESPROJ_GPU_COMPILED_OPERATIONS(Sources, X, T)                                   \
+  Sources(X, T, ::resproj::op::non_tof)                                                  \
+  Sources(X, T, ::resproj::op::tof_sinogram<T>)                                          \
+  Sources(X, T, ::resproj::op::tof_listmode<T>)
+#define RESPROJ_GPU_COMPILED_DEVICE_SOURCES(X, T, Op)                                    \
+  X(T, Op, ::resproj::lor_view<const T>)                                                 \
+  X(T, Op, ::resproj::detector_pairs<T>)                                                 \
+  X(T, Op, ::resproj::scanner::sinogram_source<T>)
+#define RESPROJ_GPU_COMPILED_HOST_SOURCES(X, T, Op)                                      \
+  X(T, Op, ::resproj::lor_view<const T>)                                                 \
+  X(T, Op, ::resproj::detector_pairs<T>)                                                 \
+  X(T, Op, ::resproj::scanner::listmode_records<T>)
+// clang-format on
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
 namespace compiled {
+namespace detail {
+
+/// `true` for the (operation, LOR source) pairs of the instantiation list.
+template <class Op, class Lors> struct is_instantiated : std::false_type {};
+template <class Op, class HostLors> struct is_instantiated_host : std::false_type {};
+#define RESPROJ_GPU_COMPILED_DEVICE_TRAIT(T, Op, Lors)                                   \
+  template <> struct is_instantiated<Op, Lors> : std::true_type {};
+#define RESPROJ_GPU_COMPILED_HOST_TRAIT(T, Op, Lors)                                     \
+  template <> struct is_instantiated_host<Op, Lors> : std::true_type {};
+RESPROJ_GPU_COMPILED_OPERATIONS(RESPROJ_GPU_COMPILED_DEVICE_SOURCES,
+                                RESPROJ_GPU_COMPILED_DEVICE_TRAIT, float)
+RESPROJ_GPU_COMPILED_OPERATIONS(RESPROJ_GPU_COMPILED_DEVICE_SOURCES,
+                                RESPROJ_GPU_COMPILED_DEVICE_TRAIT, double)
+RESPROJ_GPU_COMPILED_OPERATIONS(RESPROJ_GPU_COMPILED_HOST_SOURCES,
+                                RESPROJ_GPU_COMPILED_HOST_TRAIT, float)
+RESPROJ_GPU_COMPILED_OPERATIONS(RESPROJ_GPU_COMPILED_HOST_SOURCES,
+                                RESPROJ_GPU_COMPILED_HOST_TRAIT, double)
+#undef RESPROJ_GPU_COMPILED_DEVICE_TRAIT
+#undef RESPROJ_GPU_COMPILED_HOST_TRAIT
+
+template <class Op, class Lors>
+using if_instantiated = std::enable_if_t<is_instantiated<Op, Lors>::value>;
+template <class T, class Op, class HostLors>
+using if_instantiated_host =
+    std::enable_if_t<is_instantiated_host<Op, HostLors>::value &&
+                     std::is_same_v<resproj::detail::value_of<HostLors>, T>>;
+
+} // namespace detail
 
 /// Number of usable CUDA devices; 0 when there is no device or driver.
 int device_count() noexcept;
 
-/// Non-TOF forward projection; see gpu::forward. Asynchronous on `stream`.
-/// @throws invalid_argument, gpu_error.
-void forward(device_image_view<const float> image, lor_view<const float> lors,
-             span<float> out, cudaStream_t stream);
-void forward(device_image_view<const double> image, lor_view<const double> lors,
-             span<double> out, cudaStream_t stream);
+/// Forward projection of device-resident LORs; see gpu::forward.
+/// Asynchronous on `stream`. @throws invalid_argument, gpu_error.
+template <class Op, class Lors, class = detail::if_instantiated<Op, Lors>>
+void forward(const Op &operation,
+             device_image_view<const resproj::detail::value_of<Lors>> image,
+             const Lors &lors, span<resproj::detail::value_of<Lors>> out,
+             cudaStream_t stream, const tuning &t = {});
 
-/// Non-TOF back projection (accumulates); see gpu::back. Asynchronous.
-/// @throws invalid_argument, gpu_error.
-void back(device_image_view<float> image, lor_view<const float> lors,
-          span<const float> values, cudaStream_t stream);
-void back(device_image_view<double> image, lor_view<const double> lors,
-          span<const double> values, cudaStream_t stream);
-
-/// Non-TOF forward projection of detector pairs (resident detector table
-/// and pairs) or of a sinogram-described subset (device views and plane
-/// table); see gpu::forward. Sinogram sources run with lanes along planes
-/// (`launch_options::rows`). Asynchronous on `stream`.
-/// @throws invalid_argument, gpu_error.
-void forward(device_image_view<const float> image, const detector_pairs<float> &lors,
-             span<float> out, cudaStream_t stream);
-void forward(device_image_view<const float> image,
-             const scanner::sinogram_source<float> &lors, span<float> out,
-             cudaStream_t stream);
-void forward(device_image_view<const double> image, const detector_pairs<double> &lors,
-             span<double> out, cudaStream_t stream);
-void forward(device_image_view<const double> image,
-             const scanner::sinogram_source<double> &lors, span<double> out,
-             cudaStream_t stream);
-
-/// Non-TOF back projection (accumulates) of the same sources; see
-/// gpu::back. Asynchronous. @throws invalid_argument, gpu_error.
-void back(device_image_view<float> image, const detector_pairs<float> &lors,
-          span<const float> values, cudaStream_t stream);
-void back(device_image_view<float> image, const scanner::sinogram_source<float> &lors,
-          span<const float> values, cudaStream_t stream);
-void back(device_image_view<double> image, const detector_pairs<double> &lors,
-          span<const double> values, cudaStream_t stream);
-void back(device_image_view<double> image, const scanner::sinogram_source<double> &lors,
-          span<const double> values, cudaStream_t stream);
-
-/// TOF sinogram forward projection (explicit end points, detector pairs,
-/// sinogram source); see gpu::forward_tof_sino. Asynchronous.
-/// @throws invalid_argument, gpu_error.
-void forward_tof_sino(device_image_view<const float> image, lor_view<const float> lors,
-                      const tof_params<float> &tof, span<float> out, cudaStream_t stream);
-void forward_tof_sino(device_image_view<const float> image,
-                      const detector_pairs<float> &lors, const tof_params<float> &tof,
-                      span<float> out, cudaStream_t stream);
-void forward_tof_sino(device_image_view<const float> image,
-                      const scanner::sinogram_source<float> &lors,
-                      const tof_params<float> &tof, span<float> out, cudaStream_t stream);
-void forward_tof_sino(device_image_view<const double> image, lor_view<const double> lors,
-                      const tof_params<double> &tof, span<double> out,
-                      cudaStream_t stream);
-void forward_tof_sino(device_image_view<const double> image,
-                      const detector_pairs<double> &lors, const tof_params<double> &tof,
-                      span<double> out, cudaStream_t stream);
-void forward_tof_sino(device_image_view<const double> image,
-                      const scanner::sinogram_source<double> &lors,
-                      const tof_params<double> &tof, span<double> out,
-                      cudaStream_t stream);
-
-/// TOF sinogram back projection (accumulates); see gpu::back_tof_sino.
-/// Asynchronous. @throws invalid_argument, gpu_error.
-void back_tof_sino(device_image_view<float> image, lor_view<const float> lors,
-                   const tof_params<float> &tof, span<const float> values,
-                   cudaStream_t stream);
-void back_tof_sino(device_image_view<float> image, const detector_pairs<float> &lors,
-                   const tof_params<float> &tof, span<const float> values,
-                   cudaStream_t stream);
-void back_tof_sino(device_image_view<float> image,
-                   const scanner::sinogram_source<float> &lors,
-                   const tof_params<float> &tof, span<const float> values,
-                   cudaStream_t stream);
-void back_tof_sino(device_image_view<double> image, lor_view<const double> lors,
-                   const tof_params<double> &tof, span<const double> values,
-                   cudaStream_t stream);
-void back_tof_sino(device_image_view<double> image, const detector_pairs<double> &lors,
-                   const tof_params<double> &tof, span<const double> values,
-                   cudaStream_t stream);
-void back_tof_sino(device_image_view<double> image,
-                   const scanner::sinogram_source<double> &lors,
-                   const tof_params<double> &tof, span<const double> values,
-                   cudaStream_t stream);
-
-/// TOF list-mode forward projection (explicit end points, detector pairs;
-/// device bins); see gpu::forward_tof_lm. Asynchronous.
-/// @throws invalid_argument, gpu_error.
-void forward_tof_lm(device_image_view<const float> image, lor_view<const float> lors,
-                    span<const std::int16_t> bins, const tof_params<float> &tof,
-                    span<float> out, cudaStream_t stream);
-void forward_tof_lm(device_image_view<const float> image,
-                    const detector_pairs<float> &lors, span<const std::int16_t> bins,
-                    const tof_params<float> &tof, span<float> out, cudaStream_t stream);
-void forward_tof_lm(device_image_view<const double> image, lor_view<const double> lors,
-                    span<const std::int16_t> bins, const tof_params<double> &tof,
-                    span<double> out, cudaStream_t stream);
-void forward_tof_lm(device_image_view<const double> image,
-                    const detector_pairs<double> &lors, span<const std::int16_t> bins,
-                    const tof_params<double> &tof, span<double> out, cudaStream_t stream);
-
-/// TOF list-mode back projection (accumulates); see gpu::back_tof_lm.
-/// Asynchronous. @throws invalid_argument, gpu_error.
-void back_tof_lm(device_image_view<float> image, lor_view<const float> lors,
-                 span<const std::int16_t> bins, const tof_params<float> &tof,
-                 span<const float> values, cudaStream_t stream);
-void back_tof_lm(device_image_view<float> image, const detector_pairs<float> &lors,
-                 span<const std::int16_t> bins, const tof_params<float> &tof,
-                 span<const float> values, cudaStream_t stream);
-void back_tof_lm(device_image_view<double> image, lor_view<const double> lors,
-                 span<const std::int16_t> bins, const tof_params<double> &tof,
-                 span<const double> values, cudaStream_t stream);
-void back_tof_lm(device_image_view<double> image, const detector_pairs<double> &lors,
-                 span<const std::int16_t> bins, const tof_params<double> &tof,
-                 span<const double> values, cudaStream_t stream);
+/// Back projection (accumulates) of device-resident LORs; see gpu::back.
+/// Asynchronous on `stream`. @throws invalid_argument, gpu_error.
+template <class Op, class Lors, class = detail::if_instantiated<Op, Lors>>
+void back(const Op &operation, device_image_view<resproj::detail::value_of<Lors>> image,
+          const Lors &lors, span<const resproj::detail::value_of<Lors>> values,
+          cudaStream_t stream, const tuning &t = {});
 
 /// Validates device-resident list-mode records (count of invalid events
 /// and the first; see gpu::validate_events). ALLOCATES its workspace and is
@@ -157,14 +113,15 @@ scanner::event_check_result validate_events(span<const scanner::listmode_event> 
                                             cudaStream_t stream);
 
 /// A resident image (owning; see gpu::device_image), allocated on the
-/// current device and ordered on `stream`. Move-only.
-template <class T> class resident_image {
+/// current device and ordered on `stream`. Move-only. Converts to its view,
+/// so it can be passed to `forward` and `back` directly.
+template <class T> class device_image {
 public:
   /// @throws gpu_out_of_memory, gpu_error. Does not synchronise.
-  resident_image(const image_geometry &geometry, cudaStream_t stream);
-  ~resident_image();
-  resident_image(resident_image &&) noexcept;
-  resident_image &operator=(resident_image &&) noexcept;
+  device_image(const image_geometry &geometry, cudaStream_t stream);
+  ~device_image();
+  device_image(device_image &&) noexcept;
+  device_image &operator=(device_image &&) noexcept;
 
   /// Asynchronous copies (block the host for pageable memory).
   /// @throws invalid_argument ("host") for a size mismatch.
@@ -173,71 +130,55 @@ public:
   void zero(cudaStream_t stream);
   device_image_view<T> view();
   device_image_view<const T> view() const;
+  operator device_image_view<T>() { return view(); }
+  operator device_image_view<const T>() const { return view(); }
 
 private:
   struct impl;
   std::unique_ptr<impl> impl_;
 };
 
-/// Host-LOR streaming projector (see gpu::lor_streamer). Host-blocking.
-template <class T> class host_lor_projector {
+/// Host-LOR streaming projector (see gpu::lor_streamer): host LORs
+/// (`lor_view<const T>` of host arrays; `detector_pairs<T>` and
+/// `scanner::listmode_records<T>` with the detector table on the device and
+/// the pairs / records on the host), host results. Per-LOR arrays of the
+/// operation (bins, TOF sigmas and centre offsets) are host arrays; with
+/// `op::tof_listmode{tof}` (no bins) over records, the bins come from the
+/// records. Host-blocking. Move-only.
+template <class T> class lor_streamer {
 public:
-  /// @param max_chunk LORs per chunk; staging is allocated on the current
-  ///                  device. @throws invalid_argument, gpu_error.
-  explicit host_lor_projector(std::size_t max_chunk);
-  ~host_lor_projector();
-  host_lor_projector(host_lor_projector &&) noexcept;
-  host_lor_projector &operator=(host_lor_projector &&) noexcept;
+  /// @param max_chunk    LORs per chunk; staging is allocated on the current
+  ///                     device
+  /// @param slots        pipeline depth (>= 2)
+  /// @param copy_threads host threads that copy pageable arrays into pinned
+  ///                     staging (-1: the library's choice)
+  /// @throws invalid_argument, gpu_out_of_memory, gpu_error.
+  explicit lor_streamer(std::size_t max_chunk, int slots = 3, int copy_threads = -1);
+  ~lor_streamer();
+  lor_streamer(lor_streamer &&) noexcept;
+  lor_streamer &operator=(lor_streamer &&) noexcept;
 
   /// Returns when `host_out` holds the results. @throws as gpu::lor_streamer.
-  void forward(device_image_view<const T> image, lor_view<const T> host_lors,
-               span<T> host_out, cudaStream_t stream);
-  /// Returns when the back projection is complete.
-  void back(device_image_view<T> image, lor_view<const T> host_lors,
+  template <class Op, class HostLors,
+            class = detail::if_instantiated_host<T, Op, HostLors>>
+  void forward(const Op &operation, device_image_view<const T> image,
+               const HostLors &host_lors, span<T> host_out, cudaStream_t stream);
+  /// Returns when the back projection (accumulates) is complete.
+  /// @throws as gpu::lor_streamer.
+  template <class Op, class HostLors,
+            class = detail::if_instantiated_host<T, Op, HostLors>>
+  void back(const Op &operation, device_image_view<T> image, const HostLors &host_lors,
             span<const T> host_values, cudaStream_t stream);
-
-  /// Host detector pairs against a resident detector table
-  /// (`host_lors.detectors` device memory, `host_lors.pairs` host memory):
-  /// 8 bytes per LOR over the bus. Host-blocking.
-  void forward(device_image_view<const T> image, const detector_pairs<T> &host_lors,
-               span<T> host_out, cudaStream_t stream);
-  void back(device_image_view<T> image, const detector_pairs<T> &host_lors,
-            span<const T> host_values, cudaStream_t stream);
-  /// Host packed list-mode records against a resident detector table
-  /// (`detectors`: device, xyz per detector): 10 bytes per event over the
-  /// bus; TOF bins ignored. Host-blocking.
-  void forward(device_image_view<const T> image, span<const T> detectors,
-               span<const scanner::listmode_event> host_events, span<T> host_out,
-               cudaStream_t stream);
-  void back(device_image_view<T> image, span<const T> detectors,
-            span<const scanner::listmode_event> host_events, span<const T> host_values,
-            cudaStream_t stream);
-  /// TOF list-mode of host detector pairs and host bins. Host-blocking.
-  void forward_tof_lm(device_image_view<const T> image,
-                      const detector_pairs<T> &host_lors,
-                      span<const std::int16_t> host_bins, const tof_params<T> &tof,
-                      span<T> host_out, cudaStream_t stream);
-  void back_tof_lm(device_image_view<T> image, const detector_pairs<T> &host_lors,
-                   span<const std::int16_t> host_bins, const tof_params<T> &tof,
-                   span<const T> host_values, cudaStream_t stream);
-  /// TOF list-mode of host packed records (pairs and bins). Host-blocking.
-  void forward_tof_lm(device_image_view<const T> image, span<const T> detectors,
-                      span<const scanner::listmode_event> host_events,
-                      const tof_params<T> &tof, span<T> host_out, cudaStream_t stream);
-  void back_tof_lm(device_image_view<T> image, span<const T> detectors,
-                   span<const scanner::listmode_event> host_events,
-                   const tof_params<T> &tof, span<const T> host_values,
-                   cudaStream_t stream);
 
 private:
   struct impl;
   std::unique_ptr<impl> impl_;
 };
 
-extern template class resident_image<float>;
-extern template class resident_image<double>;
-extern template class host_lor_projector<float>;
-extern template class host_lor_projector<double>;
+extern template class device_image<float>;
+extern template class device_image<double>;
+extern template class lor_streamer<float>;
+extern template class lor_streamer<double>;
 
 } // namespace compiled
 } // namespace gpu
