@@ -1,5 +1,5 @@
 // CPU backend benchmarks on the reference problems
-// (spec/benchmark-problems.md): non-TOF forward and back projection of the
+// (docs/benchmark-problems.md): non-TOF forward and back projection of the
 // box phantom over `dmi-subset` LORs, by default restricted to its first 106
 // planes, ring differences 0 and +-1 ("dmi-subset-small", 351,920 LORs; the
 // LORs sample as many image planes on average as those of the whole subset,

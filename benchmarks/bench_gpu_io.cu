@@ -1,4 +1,4 @@
-// Files into device memory and back (issue 6): a large file (4 GiB, or
+// Files into device memory and back: a large file (4 GiB, or
 // RESPROJ_BENCH_IO_BYTES) in RESPROJ_BENCH_DIR (default /tmp), created once
 // and reused.
 //

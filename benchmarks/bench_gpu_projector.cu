@@ -1,5 +1,5 @@
 // GPU non-TOF projector benchmarks on the reference problems
-// (spec/benchmark-problems.md), float images, box phantom.
+// (docs/benchmark-problems.md), float images, box phantom.
 //
 // Plain rows first: gpu::forward / gpu::back(op::non_tof{}, image, lors,
 // out, stream), no tuning, on the LORs as a user has them. The dmi-subset

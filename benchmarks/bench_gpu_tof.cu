@@ -1,5 +1,5 @@
 // GPU TOF projector benchmarks on the reference problems
-// (spec/benchmark-problems.md), float images, box phantom, DMI TOF
+// (docs/benchmark-problems.md), float images, box phantom, DMI TOF
 // parameters (29 bins of 25.37 mm, sigma 24.51 mm, 3 sigma, offset 0).
 //
 // Plain rows first: gpu::forward / gpu::back(op, image, lors, out, stream),
@@ -579,7 +579,7 @@ void register_all() {
     v.rows = true;
     reg("gpu/dmi-tof-subset" + dir + "/rows/exact-erfc", bm_subset_variant, back, v);
   }
-  for (int g : {1, 4}) {
+  for (int g : {1, 2, 4, 8}) {
     sino_variant v = memory;
     v.threads_per_lor = g;
     const std::string tpl = "/tpl:" + std::to_string(g);

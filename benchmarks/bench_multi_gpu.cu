@@ -1,5 +1,5 @@
 // Multi-GPU benchmarks on the reference problems
-// (spec/benchmark-problems.md), float images, box phantom, one image replica
+// (docs/benchmark-problems.md), float images, box phantom, one image replica
 // per device, LORs split equally across the devices:
 //
 //   multi/dmi-full/forward/devices:K     dmi-full as a sinogram description

@@ -1,4 +1,4 @@
-// OSEM benchmarks (spec/benchmark-problems.md, `dmi-lm-osem`), with the
+// OSEM benchmarks (docs/benchmark-problems.md, `dmi-lm-osem`), with the
 // examples' reconstruction code (examples/common):
 //
 //   gpu/dmi-lm-osem/iteration       one full OSEM iteration, all 34 subsets

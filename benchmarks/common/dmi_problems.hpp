@@ -1,6 +1,6 @@
 /// @file
 /// @brief The `dmi` TOF parameters and list-mode event sets of
-/// spec/benchmark-problems.md, generated the same way by every benchmark
+/// docs/benchmark-problems.md, generated the same way by every benchmark
 /// program (seeded, one generator per block of 65,536 events, so the events
 /// do not depend on the number of host threads). Plain C++.
 #pragma once

@@ -1,5 +1,5 @@
 /// @file
-/// @brief Reference benchmark problems (spec/benchmark-problems.md) built in
+/// @brief Reference benchmark problems (docs/benchmark-problems.md) built in
 /// code: the reference image geometry, the box phantom, seeded random
 /// images and the `dmi-subset` LORs (whole, or only its first planes).
 /// Shared by the CPU and GPU benchmarks; standard library and resproj only.

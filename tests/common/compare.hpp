@@ -1,7 +1,7 @@
 /// @file
 /// @brief Comparing projector outputs with a float64 reference, dot
-/// products for adjoint tests, and the bounds of spec/projection.md
-/// "Numerical expectations". Standard library and GoogleTest only.
+/// products for adjoint tests, and the bounds of docs/projection.md
+/// "Accuracy". Standard library and GoogleTest only.
 #pragma once
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 namespace resproj_test {
 
 /// Shape, voxel size and origin (centre of voxel [0,0,0]) of an image, in
-/// double, as spec/projection.md "Image" defines them.
+/// double, as docs/projection.md "Image" defines them.
 struct grid {
   std::array<std::int64_t, 3> shape{1, 1, 1};
   std::array<double, 3> voxel_size{1, 1, 1};

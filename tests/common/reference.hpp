@@ -1,6 +1,6 @@
 /// @file
 /// @brief An independent float64 implementation of the non-TOF Joseph
-/// projector, written from spec/projection.md alone (it does not call or
+/// projector, written from docs/projection.md alone (it does not call or
 /// copy resproj::math), and helpers to compare a projector with it.
 ///
 /// It takes its discrete decisions (principal axis, clipping, plane range)

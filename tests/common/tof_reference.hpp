@@ -1,6 +1,6 @@
 /// @file
 /// @brief An independent float64 TOF reference, written from
-/// spec/projection.md "TOF" alone (it does not call or copy resproj::math):
+/// docs/projection.md "TOF" alone (it does not call or copy resproj::math):
 /// TOF sinogram and list-mode forward and back projection, and a row-wise
 /// comparison of TOF sinograms.
 ///

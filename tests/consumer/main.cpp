@@ -13,10 +13,9 @@ int main() {
   const float ends[3] = {0.3f, 100.0f, 0.2f};
   float out[1] = {0.0f};
 
-  resproj::cpu::forward(resproj::op::non_tof{},
-                        resproj::image_view<const float>{image.data(), geometry},
-                        resproj::lor_view<const float>{starts, ends, 1},
-                        resproj::span<float>{out, 1});
+  resproj::cpu::forward(
+      resproj::op::non_tof{}, resproj::image_view<const float>{image.data(), geometry},
+      resproj::lor_view<const float>{starts, ends, 1}, resproj::span<float>{out, 1});
 
   std::printf("resproj %s: line integral %.6f (expected 20)\n", resproj::version_string,
               double(out[0]));

@@ -1,5 +1,5 @@
 // image_geometry: accessors, box edges, the centred origin, and validation
-// (spec/projection.md "Image"): every rejected component is named in the
+// (docs/projection.md "Image"): every rejected component is named in the
 // exception, as "shape[k]", "voxel_size[k]" or "origin[k]".
 #include <gtest/gtest.h>
 

@@ -27,9 +27,9 @@ constexpr int h200_multiprocessors = 132;
 // The dmi sinogram: 272 views, 415 radial bins, 1296 planes; a subset is
 // 8 views (1 of 34).
 constexpr std::size_t radial = 415, planes = 1296;
-constexpr std::size_t subset_lors = 8 * radial * planes;  // dmi-subset
-constexpr std::size_t full_lors = 272 * radial * planes;  // dmi-full
-constexpr std::size_t listmode_events = 10'000'000;       // dmi-tof-lm
+constexpr std::size_t subset_lors = 8 * radial * planes; // dmi-subset
+constexpr std::size_t full_lors = 272 * radial * planes; // dmi-full
+constexpr std::size_t listmode_events = 10'000'000;      // dmi-tof-lm
 
 gpu::kernel_choice choose(operation_kind o, direction d, rp::lor_layout l, std::size_t n,
                           bool is_float = true, const gpu::tuning &t = {}) {
@@ -43,7 +43,8 @@ struct expected {
   bool fast_erfc, sample_first, vector_loads, vector_atomics, lockstep;
 };
 
-void expect_choice(const gpu::kernel_choice &c, const expected &e, const std::string &what) {
+void expect_choice(const gpu::kernel_choice &c, const expected &e,
+                   const std::string &what) {
   SCOPED_TRACE(what);
   EXPECT_EQ(c.threads_per_lor, e.lanes);
   EXPECT_EQ(c.rows, e.rows);
@@ -72,8 +73,9 @@ TEST(KernelChoice, ReferenceSinogramsTakeLanesAlongPlanes) {
 
 TEST(KernelChoice, TofSinogramForwardKeepsMemoryOrderBackTakesPlanes) {
   const auto sino = rp::lor_layout::sinogram(8, radial);
-  expect_choice(choose(operation_kind::tof_sinogram, direction::forward, sino, subset_lors),
-                {4, 0, true, false, false, false, false}, "dmi-tof-subset forward");
+  expect_choice(
+      choose(operation_kind::tof_sinogram, direction::forward, sino, subset_lors),
+      {4, 0, true, false, false, false, false}, "dmi-tof-subset forward");
   expect_choice(choose(operation_kind::tof_sinogram, direction::back, sino, subset_lors),
                 {1, planes, true, false, false, false, false}, "dmi-tof-subset back");
   // Without a layout the back projection pairs its atomics.
@@ -83,15 +85,18 @@ TEST(KernelChoice, TofSinogramForwardKeepsMemoryOrderBackTakesPlanes) {
 
 TEST(KernelChoice, ListModeDependsOnTheEventOrder) {
   const auto sorted = rp::lor_layout::sorted_events();
-  expect_choice(choose(operation_kind::tof_listmode, direction::forward, {}, listmode_events),
-                {2, 0, true, true, true, false, false}, "dmi-tof-lm forward, random");
-  expect_choice(choose(operation_kind::tof_listmode, direction::back, {}, listmode_events),
-                {2, 0, true, false, false, true, false}, "dmi-tof-lm back, random");
+  expect_choice(
+      choose(operation_kind::tof_listmode, direction::forward, {}, listmode_events),
+      {2, 0, true, true, true, false, false}, "dmi-tof-lm forward, random");
+  expect_choice(
+      choose(operation_kind::tof_listmode, direction::back, {}, listmode_events),
+      {2, 0, true, false, false, true, false}, "dmi-tof-lm back, random");
   expect_choice(
       choose(operation_kind::tof_listmode, direction::forward, sorted, listmode_events),
       {2, 0, true, true, false, false, false}, "dmi-tof-lm forward, sorted");
-  expect_choice(choose(operation_kind::tof_listmode, direction::back, sorted, listmode_events),
-                {1, 0, true, false, false, true, true}, "dmi-tof-lm back, sorted");
+  expect_choice(
+      choose(operation_kind::tof_listmode, direction::back, sorted, listmode_events),
+      {1, 0, true, false, false, true, true}, "dmi-tof-lm back, sorted");
   // An OSEM subset of the sorted events (1/34) still fills the GPU.
   expect_choice(
       choose(operation_kind::tof_listmode, direction::back, sorted, listmode_events / 34),
@@ -100,10 +105,13 @@ TEST(KernelChoice, ListModeDependsOnTheEventOrder) {
 
 TEST(KernelChoice, SmallChunksGetMoreLanes) {
   // About 512 threads per multiprocessor: 1e3 LORs 32 lanes, 1e4 LORs 8.
-  EXPECT_EQ(choose(operation_kind::non_tof, direction::forward, {}, 1000).threads_per_lor, 32);
-  EXPECT_EQ(choose(operation_kind::non_tof, direction::forward, {}, 10000).threads_per_lor, 8);
-  EXPECT_EQ(choose(operation_kind::non_tof, direction::forward, {}, 1000000).threads_per_lor,
-            4);
+  EXPECT_EQ(choose(operation_kind::non_tof, direction::forward, {}, 1000).threads_per_lor,
+            32);
+  EXPECT_EQ(
+      choose(operation_kind::non_tof, direction::forward, {}, 10000).threads_per_lor, 8);
+  EXPECT_EQ(
+      choose(operation_kind::non_tof, direction::forward, {}, 1000000).threads_per_lor,
+      4);
   // Small sorted list-mode calls leave lock-step for lanes.
   const auto c = choose(operation_kind::tof_listmode, direction::back,
                         rp::lor_layout::sorted_events(), 10000);
@@ -114,7 +122,8 @@ TEST(KernelChoice, SmallChunksGetMoreLanes) {
 TEST(KernelChoice, PartialPlanesFallBackToMemoryOrder) {
   const auto sino = rp::lor_layout::sinogram(8, radial);
   // Not a whole number of planes: memory order, the unordered row.
-  const auto c = choose(operation_kind::non_tof, direction::back, sino, 8 * radial * 100 + 7);
+  const auto c =
+      choose(operation_kind::non_tof, direction::back, sino, 8 * radial * 100 + 7);
   EXPECT_EQ(c.rows, 0u);
   EXPECT_EQ(c.threads_per_lor, 4);
   // A chunk of 301 whole planes (the streamed dmi-subset) takes them as rows.
@@ -151,10 +160,12 @@ TEST(KernelChoice, TuningOverridesAndIsChecked) {
   gpu::tuning w;
   int dummy = 0;
   w.stencil.data = &dummy;
-  EXPECT_TRUE(choose(operation_kind::tof_sinogram, direction::back, {}, 100, true, w).stencil);
+  EXPECT_TRUE(
+      choose(operation_kind::tof_sinogram, direction::back, {}, 100, true, w).stencil);
   EXPECT_FALSE(
       choose(operation_kind::tof_sinogram, direction::forward, {}, 100, true, w).stencil);
-  EXPECT_FALSE(choose(operation_kind::non_tof, direction::back, {}, 100, true, w).stencil);
+  EXPECT_FALSE(
+      choose(operation_kind::non_tof, direction::back, {}, 100, true, w).stencil);
 
   const auto throws_naming = [](const gpu::tuning &bad, const std::string &name) {
     try {

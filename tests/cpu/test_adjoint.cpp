@@ -1,5 +1,5 @@
 // Back projection is the transpose of forward projection:
-// <A x, y> == <x, A^T y> on random data (spec/projection.md "Back
+// <A x, y> == <x, A^T y> on random data (docs/projection.md "Back
 // projection"), for several grids and LOR sets; both accumulation
 // strategies give the same image; back projection accumulates; results do
 // not depend on thread count or on splitting the LORs into chunks.

@@ -1,4 +1,4 @@
-// Analytic checks of the CPU projector (spec/projection.md): uniform images
+// Analytic checks of the CPU projector (docs/projection.md): uniform images
 // of value 1 on anisotropic, non-cubic grids, where every expected value is
 // derived by hand from the spec: chord lengths, the plane rule
 // floor(f_in) + 1 <= p <= floor(f_out), the step s_d / |cos theta_d|, the

@@ -1,6 +1,6 @@
 // CPU projector (float and double) against the independent float64
 // reference of tests/common/reference.hpp, with the bounds of
-// spec/projection.md "Numerical expectations".
+// docs/projection.md "Accuracy".
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // CPU TOF projections (cpu::forward / cpu::back with op::tof_sinogram and
-// op::tof_listmode), float and double, against spec/projection.md "TOF":
+// op::tof_listmode), float and double, against docs/projection.md "TOF":
 // sum over bins == non-TOF, list-mode == sinogram, start/end swap symmetry,
 // a point source, adjointness, the independent float64 reference
 // (tests/common/tof_reference.hpp), per-LOR sigma/offset arrays, windows

@@ -1,4 +1,4 @@
-// gpu::device_file_io and the device format readers / writers (issue 6):
+// gpu::device_file_io and the device format readers / writers:
 // round trips device -> file -> device for raw, .npy, NIfTI and list-mode;
 // offsets, 0/1-byte reads, sizes not a multiple of the task size, thread
 // counts, path errors, truncated files, host pointers, GDS or fallback.

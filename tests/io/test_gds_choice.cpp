@@ -1,4 +1,4 @@
-// Host side of the GPUDirect Storage choice (issue 6): which mode tries
+// Host side of the GPUDirect Storage choice: which mode tries
 // cuFile, and that loading libcufile where it is missing or unusable
 // reports a reason instead of failing (CI has no GDS).
 #include <gtest/gtest.h>

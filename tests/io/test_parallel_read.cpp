@@ -1,5 +1,5 @@
 // io::read_range / io::write_range: parallel pread / pwrite of a byte range
-// (issue 6, item 1, host core). Identical bytes for any thread count and task
+// (host core). Identical bytes for any thread count and task
 // size, offsets, 0- and 1-byte ranges, EOF and path errors, error collection.
 #include <gtest/gtest.h>
 

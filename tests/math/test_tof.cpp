@@ -1,4 +1,4 @@
-// The shared TOF math (math/tof.hpp) against spec/projection.md "TOF": the
+// The shared TOF math (math/tof.hpp) against docs/projection.md "TOF": the
 // worked example, tail accuracy against a long-double erfc reference
 // (tests/common/tof_reference.hpp), windows wider than 64 bins, list-mode
 // weight == sinogram weight, the list-mode plane range being a superset of
@@ -71,7 +71,7 @@ rt::ref::tof_lor_params ref_params(double w, int n, double sigma, double delta,
   return p;
 }
 
-// spec/projection.md, worked example: N = 5, w = 10, sigma = 8, delta = 2,
+// docs/projection.md, worked example: N = 5, w = 10, sigma = 8, delta = 2,
 // n_sigma = 2, s = 13.
 TYPED_TEST(TofMath, WorkedExample) {
   using T = TypeParam;

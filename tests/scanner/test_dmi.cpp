@@ -1,5 +1,5 @@
 // Tests of the reference scanner "dmi", span-1 sinogram layout and LOR
-// generation against spec/benchmark-problems.md.
+// generation against docs/benchmark-problems.md.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -33,8 +33,8 @@ template <class T> struct detector_pairs {
 
   constexpr detector_pairs() noexcept = default;
   RESPROJ_HD constexpr detector_pairs(const T *detectors_, std::size_t num_detectors_,
-                                      const std::int32_t *pairs_,
-                                      std::size_t count_, lor_layout layout_ = {}) noexcept
+                                      const std::int32_t *pairs_, std::size_t count_,
+                                      lor_layout layout_ = {}) noexcept
       : detectors(detectors_), num_detectors(num_detectors_), pairs(pairs_),
         count(count_), layout(layout_) {}
 

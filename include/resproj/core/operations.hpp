@@ -79,9 +79,9 @@ template <class T> struct operation_fits<op::tof_listmode<T>, T> : std::true_typ
 /// Enables an executor's `forward` / `back` for an operation and a LOR
 /// source of matching precision.
 template <class Op, class Lors>
-using if_projection = std::enable_if_t<
-    is_operation<Op>::value && is_lor_source<Lors>::value &&
-    operation_fits<Op, typename Lors::value_type>::value>;
+using if_projection =
+    std::enable_if_t<is_operation<Op>::value && is_lor_source<Lors>::value &&
+                     operation_fits<Op, typename Lors::value_type>::value>;
 
 /// The value type of LOR source `Lors` (what images and values hold).
 template <class Lors> using value_of = typename Lors::value_type;
@@ -92,8 +92,8 @@ constexpr int max_listmode_tof_bins = 32767;
 inline void check_values(std::size_t size, const void *data, std::size_t needed,
                          const char *name) {
   if (size < needed)
-    throw_invalid(name, "too small: holds " + std::to_string(size) +
-                            " elements, needs " + std::to_string(needed));
+    throw_invalid(name, "too small: holds " + std::to_string(size) + " elements, needs " +
+                            std::to_string(needed));
   if (needed > 0 && data == nullptr)
     throw_invalid(name, "null pointer with size " + std::to_string(size));
 }

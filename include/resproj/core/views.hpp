@@ -55,7 +55,8 @@ template <class T> struct lor_view {
   template <class U,
             class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
   RESPROJ_HD constexpr lor_view(const lor_view<U> &other) noexcept
-      : starts(other.starts), ends(other.ends), count(other.count), layout(other.layout) {}
+      : starts(other.starts), ends(other.ends), count(other.count), layout(other.layout) {
+  }
 
   /// This view with its memory order declared (see lor_layout).
   constexpr lor_view with_layout(lor_layout l) const noexcept {

@@ -228,7 +228,8 @@ template <class T, class Lors> struct back_lor_body<T, op::tof_listmode<T>, Lors
 /// Checks a CPU projection call: the shared contract and a non-null image.
 template <class T, class Op, class Lors>
 void check_cpu_projection(const Op &o, const image_view<T> &image, const Lors &lors,
-                          std::size_t data_size, const void *data, const char *data_name) {
+                          std::size_t data_size, const void *data,
+                          const char *data_name) {
   resproj::detail::check_image(image, "image");
   resproj::detail::check_projection(o, lors, data_size, data, data_name);
 }

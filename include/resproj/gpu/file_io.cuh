@@ -1,5 +1,5 @@
 /// @file
-/// @brief Files straight into device memory and back (issue 6):
+/// @brief Files straight into device memory and back:
 /// `device_file_io` (reusable; owns pinned bounce buffers and streams), the
 /// one-shot `read_file` / `write_file`, and .npy / NIfTI / raw / list-mode
 /// readers and writers that go to and from device buffers.

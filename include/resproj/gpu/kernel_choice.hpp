@@ -25,16 +25,16 @@ enum class direction { forward, back };
 
 /// What a GPU projection call runs: the outcome of `choose_kernel`.
 struct kernel_choice {
-  int threads_per_lor = 1;     ///< lanes per LOR: 1, 2, 4, 8, 16 or 32
-  int block_size = 256;        ///< threads per block
-  std::size_t rows = 0;        ///< > 1: lanes take neighbouring sinogram planes
-  bool fast_erfc = false;      ///< TOF, float: the library's fast erfc
-  bool sample_first = false;   ///< list-mode forward: weight only non-zero samples
-  bool vector_loads = false;   ///< list-mode forward, float: paired neighbour loads
-  bool vector_atomics = false; ///< TOF back, float: paired neighbour atomics
-  bool lockstep = false;       ///< list-mode: a warp walks its planes together
-  bool wide_index = false;     ///< 64-bit voxel offsets even where 32 bits fit
-  bool check_pointers = true;  ///< residency checks before the launch
+  int threads_per_lor = 1;         ///< lanes per LOR: 1, 2, 4, 8, 16 or 32
+  int block_size = 256;            ///< threads per block
+  std::size_t rows = 0;            ///< > 1: lanes take neighbouring sinogram planes
+  bool fast_erfc = false;          ///< TOF, float: the library's fast erfc
+  bool sample_first = false;       ///< list-mode forward: weight only non-zero samples
+  bool vector_loads = false;       ///< list-mode forward, float: paired neighbour loads
+  bool vector_atomics = false;     ///< TOF back, float: paired neighbour atomics
+  bool lockstep = false;           ///< list-mode: a warp walks its planes together
+  bool wide_index = false;         ///< 64-bit voxel offsets even where 32 bits fit
+  bool check_pointers = true;      ///< residency checks before the launch
   stencil_workspace_ref stencil{}; ///< TOF back: the caller's workspace
   const char *measured_in = "";    ///< section of docs/kernel-choices.md
 };
@@ -59,26 +59,26 @@ using order = lor_layout::order;
 inline constexpr kernel_rule kernel_table[] = {
     // operation, direction, layout, rows, lanes, sample first, vector loads,
     // vector atomics, lock-step
-    {operation_kind::non_tof, direction::forward, order::unordered, false, 4, false, false,
-     false, false, "Non-TOF mapping"},
+    {operation_kind::non_tof, direction::forward, order::unordered, false, 4, false,
+     false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::forward, order::sinogram, true, 1, false, false,
      false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::back, order::unordered, false, 4, false, false,
      false, false, "Non-TOF mapping"},
-    {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false, false,
-     false, "Non-TOF mapping"},
+    {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false,
+     false, false, "Non-TOF mapping"},
     {operation_kind::tof_sinogram, direction::forward, order::unordered, false, 4, false,
      false, false, false, "TOF sinogram"},
-    {operation_kind::tof_sinogram, direction::back, order::unordered, false, 4, false, false,
-     true, false, "TOF sinogram"},
-    {operation_kind::tof_sinogram, direction::back, order::sinogram, true, 1, false, false,
-     false, false, "TOF sinogram"},
-    {operation_kind::tof_listmode, direction::forward, order::unordered, false, 2, true, true,
-     false, false, "TOF list-mode"},
-    {operation_kind::tof_listmode, direction::forward, order::sorted_events, false, 2, true,
-     false, false, false, "TOF list-mode"},
-    {operation_kind::tof_listmode, direction::back, order::unordered, false, 2, false, false,
-     true, false, "TOF list-mode"},
+    {operation_kind::tof_sinogram, direction::back, order::unordered, false, 4, false,
+     false, true, false, "TOF sinogram"},
+    {operation_kind::tof_sinogram, direction::back, order::sinogram, true, 1, false,
+     false, false, false, "TOF sinogram"},
+    {operation_kind::tof_listmode, direction::forward, order::unordered, false, 2, true,
+     true, false, false, "TOF list-mode"},
+    {operation_kind::tof_listmode, direction::forward, order::sorted_events, false, 2,
+     true, false, false, false, "TOF list-mode"},
+    {operation_kind::tof_listmode, direction::back, order::unordered, false, 2, false,
+     false, true, false, "TOF list-mode"},
     {operation_kind::tof_listmode, direction::back, order::sorted_events, false, 1, false,
      false, true, true, "TOF list-mode"},
 };
@@ -100,12 +100,14 @@ inline const kernel_rule &find_rule(operation_kind o, direction d, lor_layout::o
 /// @throws invalid_argument for an unsupported block size or lane count.
 inline void check_tuning(const tuning &t) {
   if (t.block_size <= 0 || t.block_size > 256 || t.block_size % 32 != 0)
-    resproj::detail::throw_invalid("tuning.block_size", "must be a multiple of 32 in [32, 256] (got " +
-                                           std::to_string(t.block_size) + ")");
+    resproj::detail::throw_invalid("tuning.block_size",
+                                   "must be a multiple of 32 in [32, 256] (got " +
+                                       std::to_string(t.block_size) + ")");
   const int g = t.threads_per_lor;
   if (g != 0 && g != 1 && g != 2 && g != 4 && g != 8 && g != 16 && g != 32)
     resproj::detail::throw_invalid("tuning.threads_per_lor",
-                  "must be 0, 1, 2, 4, 8, 16 or 32 (got " + std::to_string(g) + ")");
+                                   "must be 0, 1, 2, 4, 8, 16 or 32 (got " +
+                                       std::to_string(g) + ")");
 }
 
 } // namespace detail

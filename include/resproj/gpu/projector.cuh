@@ -119,7 +119,8 @@ void forward(const Op &operation,
                                   t);
   if (src.count == 0)
     return;
-  const kernel_choice c = detail::choice_for<T, Op>(direction::forward, src, image.device, t);
+  const kernel_choice c =
+      detail::choice_for<T, Op>(direction::forward, src, image.device, t);
   detail::run_forward(operation, image, src, out, c, s);
 }
 
@@ -148,7 +149,8 @@ void back(const Op &operation, device_image_view<resproj::detail::value_of<Lors>
                                   values.data(), values.size(), "values", s, t);
   if (src.count == 0)
     return;
-  const kernel_choice c = detail::choice_for<T, Op>(direction::back, src, image.device, t);
+  const kernel_choice c =
+      detail::choice_for<T, Op>(direction::back, src, image.device, t);
   detail::run_back(operation, image, src, values, c, s);
 }
 

@@ -3,7 +3,7 @@
 /// into a caller's buffer with voxel size and origin from the affine, and
 /// writing with an axis-aligned affine.
 ///
-/// Why no dependency (issue 6 names Debian's libnifti2-dev as a candidate):
+/// Why no dependency (Debian's libnifti2-dev would be the candidate):
 /// resproj needs one narrow slice of the format - single-file NIfTI-1, one
 /// 3D volume, a handful of scalar types, an affine that is diagonal up to
 /// sign. That is one fixed 348-byte struct, a few dozen lines to read and

@@ -1,6 +1,6 @@
 /// @file
 /// @brief Parallel `pread` / `pwrite` of a byte range of a file: the host core
-/// of the device reader and writer (issue 6, item 1).
+/// of the device reader and writer.
 ///
 /// The range is split into tasks of `task_bytes`; N worker threads take tasks
 /// in order from a shared counter. Each task is read in chunks into a buffer

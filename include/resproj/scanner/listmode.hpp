@@ -139,17 +139,17 @@ template <class T> struct listmode_records {
     if (count == 0)
       return;
     if (detectors == nullptr || num_detectors == 0)
-      resproj::detail::throw_invalid(std::string(name) + ".detectors", "empty detector table");
+      resproj::detail::throw_invalid(std::string(name) + ".detectors",
+                                     "empty detector table");
     if (events == nullptr)
       resproj::detail::throw_invalid(std::string(name) + ".events",
-                            "null pointer with count " + std::to_string(count));
+                                     "null pointer with count " + std::to_string(count));
   }
   template <class F> void for_each_region(F &&f) const {
     f(static_cast<const void *>(detectors), "lors.detectors");
     f(static_cast<const void *>(events), "lors.events");
   }
 };
-
 
 /// Result of `validate_events` (and of the GPU validation): how many
 /// events are invalid and the index of the first one (`first_invalid` is

@@ -23,9 +23,9 @@ namespace scanner {
 /// sinogram bin of that position, from detector `da` to detector `db` of
 /// `geometry.detector_pair`. A LOR source: every projector accepts it; its
 /// `layout` (a sinogram of `num_views` x `num_radial` bins per plane) lets
-/// the GPU projectors give neighbouring lanes neighbouring planes. `detectors`, `views` and `geometry.plane_rings` must live where
-/// the projector runs (host for the CPU backend, device for the GPU one).
-/// Trivially copyable.
+/// the GPU projectors give neighbouring lanes neighbouring planes. `detectors`, `views`
+/// and `geometry.plane_rings` must live where the projector runs (host for the CPU
+/// backend, device for the GPU one). Trivially copyable.
 template <class T> struct sinogram_source {
   using value_type = T;
   const T *detectors = nullptr; ///< xyz per detector (ring-major)
@@ -117,8 +117,9 @@ sinogram_source<T> make_sinogram_source(const T *detectors, std::size_t num_dete
   s.num_planes = num_planes;
   s.count = std::size_t(num_planes) * std::size_t(num_views) *
             std::size_t(geometry.num_radial > 0 ? geometry.num_radial : 0);
-  s.layout = lor_layout::sinogram(std::size_t(num_views > 0 ? num_views : 0),
-                                  std::size_t(geometry.num_radial > 0 ? geometry.num_radial : 0));
+  s.layout = lor_layout::sinogram(
+      std::size_t(num_views > 0 ? num_views : 0),
+      std::size_t(geometry.num_radial > 0 ? geometry.num_radial : 0));
   s.check("lors");
   return s;
 }

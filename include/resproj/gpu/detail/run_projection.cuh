@@ -211,7 +211,8 @@ void run_back(const op::tof_sinogram<T> &o, const device_image_view<T> &image,
   const auto tof = o.tof.subview(0, src.count);
   run_with_back_adder(c, image, s, [&](auto add, bool wide) {
     dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
-      launch_per_lor<T, tof_sino_back_kernels<Lors, decltype(add), decltype(fast)::value>>(
+      launch_per_lor<T,
+                     tof_sino_back_kernels<Lors, decltype(add), decltype(fast)::value>>(
           device_image_view<const T>(image), src.count, c.threads_per_lor, c, wide, s,
           "tof_sino_back_kernel", image.data, src, tof, values.data(), add);
     });
