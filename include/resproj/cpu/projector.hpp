@@ -182,46 +182,41 @@ void forward_lor(const op::tof_listmode<T> &o, const math::image_grid<T> &grid,
                                   std::int64_t(o.bins[i]));
 }
 
-/// Per-LOR body of `back` for each operation (`values` holds the LOR's
-/// `values_per_lor` values). Named functors, not lambdas: lambdas are
-/// constexpr, which nvcc rejects inside the __host__ __device__ math.
-template <class T, class Op, class Lors> struct back_lor_body;
-template <class T, class Lors> struct back_lor_body<T, op::non_tof, Lors> {
-  op::non_tof operation;
+/// Per-LOR back projection of each operation: adds the LOR's
+/// `values_per_lor` values (at `values`) times its weights through `add`.
+template <class T, class Lors, class Add>
+void back_lor(const op::non_tof &, const math::image_grid<T> &grid, T *img,
+              const Lors &lors, std::size_t i, const T *values, const Add &add) {
+  T a[3], b[3];
+  lors.load(i, a, b);
+  math::back_lor(grid, img, a, b, *values, add);
+}
+template <class T, class Lors, class Add>
+void back_lor(const op::tof_sinogram<T> &o, const math::image_grid<T> &grid, T *img,
+              const Lors &lors, std::size_t i, const T *values, const Add &add) {
+  T a[3], b[3];
+  lors.load(i, a, b);
+  math::back_tof_sino_lor(grid, img, a, b, math::tof_lor_of(o.tof, i), values, add);
+}
+template <class T, class Lors, class Add>
+void back_lor(const op::tof_listmode<T> &o, const math::image_grid<T> &grid, T *img,
+              const Lors &lors, std::size_t i, const T *values, const Add &add) {
+  T a[3], b[3];
+  lors.load(i, a, b);
+  math::back_tof_lm_lor(grid, img, a, b, math::tof_lor_of(o.tof, i),
+                        std::int64_t(o.bins[i]), *values, add);
+}
+
+/// Per-LOR body of `back` (a named functor, not a lambda: lambdas are
+/// constexpr, which nvcc rejects inside the __host__ __device__ math).
+template <class T, class Op, class Lors> struct back_lor_body {
+  Op operation;
   math::image_grid<T> grid;
   Lors lors;
   const T *values;
   template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
-    T a[3], b[3];
-    lors.load(std::size_t(i), a, b);
-    math::back_lor(grid, img, a, b, values[i], add);
-  }
-};
-template <class T, class Lors> struct back_lor_body<T, op::tof_sinogram<T>, Lors> {
-  op::tof_sinogram<T> operation;
-  math::image_grid<T> grid;
-  Lors lors;
-  const T *values;
-  template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
-    T a[3], b[3];
-    lors.load(std::size_t(i), a, b);
-    const auto tl = math::tof_lor_of(operation.tof, std::size_t(i));
-    math::back_tof_sino_lor(grid, img, a, b, tl,
-                            values + std::size_t(i) * std::size_t(operation.tof.num_bins),
-                            add);
-  }
-};
-template <class T, class Lors> struct back_lor_body<T, op::tof_listmode<T>, Lors> {
-  op::tof_listmode<T> operation;
-  math::image_grid<T> grid;
-  Lors lors;
-  const T *values;
-  template <class Add> void operator()(std::int64_t i, T *img, const Add &add) const {
-    T a[3], b[3];
-    lors.load(std::size_t(i), a, b);
-    const auto tl = math::tof_lor_of(operation.tof, std::size_t(i));
-    math::back_tof_lm_lor(grid, img, a, b, tl, std::int64_t(operation.bins[i]), values[i],
-                          add);
+    const std::size_t k = std::size_t(i);
+    back_lor(operation, grid, img, lors, k, values + k * operation.values_per_lor(), add);
   }
 };
 
