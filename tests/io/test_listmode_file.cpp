@@ -12,10 +12,12 @@
 #include <functional>
 #include <initializer_list>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/files.hpp"
+#include "io/special_files.hpp"
 #include "resproj/io/listmode_file.hpp"
 
 namespace io = resproj::io;
@@ -202,4 +204,42 @@ TEST(io_listmode_file, bad_arguments_missing_path_and_directory) {
                   {"directory"});
   expect_io_error([&] { io::write_listmode_file(tmp.file("no/dir/x.lm"), cspan(ev)); },
                   {"cannot open for writing"});
+}
+
+TEST(io_listmode_file, fifo_is_rejected_without_blocking) {
+  temp_dir tmp;
+  const std::string fifo = tmp.file("pipe.lm");
+  resproj_test::make_fifo(fifo);
+  const auto ev = make_events(3);
+  auto dst = sentinel(3);
+  resproj_test::expect_prompt_io_error(
+      fifo,
+      [&] { io::read_listmode_events(fifo, 0, 3, span<listmode_event>(dst.data(), 3)); },
+      {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(fifo,
+                                       [&] { io::write_listmode_file(fifo, cspan(ev)); },
+                                       {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { (void)io::append_listmode_events(fifo, cspan(ev)); },
+      {fifo, "not a regular file"});
+  expect_same(dst, sentinel(3));
+  EXPECT_TRUE(resproj_test::is_fifo(fifo));
+}
+
+TEST(io_listmode_file, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+  temp_dir tmp;
+  const std::string path = tmp.file("events.lm");
+  io::write_listmode_file(path, cspan(make_events(10)));
+  const std::string before = read_bytes(path);
+  const auto many = make_events(1000, 7);
+  {
+    resproj_test::file_size_limit limit(4096); // the write fails part-way
+    expect_io_error([&] { io::write_listmode_file(path, cspan(many)); },
+                    {path, "failed"});
+  }
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"events.lm"});
+  io::write_listmode_file(path, cspan(many));
+  expect_same(io::read_listmode_file(path), many);
+  EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"events.lm"});
 }

@@ -1,7 +1,9 @@
 // io::read_nifti / write_nifti: single-file NIfTI-1 round trips (axis mapping
 // NIfTI dim[1] = resproj axis 2), hand-built headers in either byte order,
-// scaling, flipped axes, and strict rejection of truncated, corrupt, lying
-// or oblique headers with the destination left untouched.
+// scaling, flipped axes, strict rejection of truncated, corrupt, lying or
+// oblique headers, of values out of the destination's range, of null
+// destinations and of FIFOs, with the destination left untouched; writes
+// that fail leave the old file as it was.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -9,6 +11,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -18,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/files.hpp"
+#include "io/special_files.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/io/nifti.hpp"
@@ -438,6 +444,223 @@ TEST(nifti, write_rejects_bad_arguments) {
                resproj::invalid_argument);
   EXPECT_THROW(io::write_nifti<float>(dir.path(), span<const float>(v.data(), 8), g),
                resproj::io_error);
+}
+
+// ------------------------------------------------ bad inputs and targets --
+
+TEST(nifti, null_destination_is_invalid_argument) {
+  TempDir dir;
+  const std::string path = dir.file("img.nii");
+  resproj_test::write_bytes(path, valid_header().b);
+  resproj_test::expect_invalid(
+      [&] { io::read_nifti<float>(path, span<float>(nullptr, 24)); }, "dst");
+  resproj_test::expect_invalid(
+      [&] { io::read_nifti<double>(path, span<double>(nullptr, 24)); }, "dst");
+}
+
+TEST(nifti, fifo_is_rejected_without_blocking) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe.nii");
+  resproj_test::make_fifo(fifo);
+  std::vector<float> dst(24, 42.0f);
+  resproj_test::expect_prompt_io_error(fifo, [&] { (void)io::read_nifti_header(fifo); },
+                                       {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { io::read_nifti<float>(fifo, span<float>(dst.data(), dst.size())); },
+      {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(fifo, [&] { (void)io::read_nifti_geometry(fifo); },
+                                       {fifo, "not a regular file"});
+  EXPECT_EQ(dst, std::vector<float>(24, 42.0f));
+  // Writing to a FIFO is refused as well, and the FIFO stays.
+  const image_geometry g({2, 3, 4}, {1, 1, 1}, {0, 0, 0});
+  resproj_test::expect_prompt_io_error(
+      fifo,
+      [&] { io::write_nifti<float>(fifo, span<const float>(dst.data(), dst.size()), g); },
+      {fifo, "not a regular file"});
+  EXPECT_TRUE(resproj_test::is_fifo(fifo));
+}
+
+TEST(nifti, rejected_write_leaves_the_existing_file_untouched) {
+  TempDir dir;
+  const std::string path = dir.file("img.nii");
+  const image_geometry g({2, 3, 4}, {1, 1, 1}, {0, 0, 0});
+  const auto data = ramp<float>(24);
+  io::write_nifti<float>(path, span<const float>(data.data(), data.size()), g);
+  const auto before = resproj_test::read_byte_vector(path);
+  ASSERT_EQ(before.size(), 352u + 24 * sizeof(float));
+  resproj_test::expect_invalid(
+      [&] { io::write_nifti<float>(path, span<const float>(nullptr, 24), g); }, "data");
+  EXPECT_EQ(resproj_test::read_byte_vector(path), before);
+  resproj_test::expect_invalid(
+      [&] { io::write_nifti<float>(path, span<const float>(data.data(), 23), g); },
+      "data");
+  const image_geometry huge({2, 3, 4}, {1e300, 1, 1}, {0, 0, 0});
+  resproj_test::expect_invalid(
+      [&] { io::write_nifti<float>(path, span<const float>(data.data(), 24), huge); },
+      "geometry.voxel_size[0]");
+  EXPECT_EQ(resproj_test::read_byte_vector(path), before);
+  // Nor is a missing file created.
+  const std::string fresh = dir.file("fresh.nii");
+  resproj_test::expect_invalid(
+      [&] { io::write_nifti<double>(fresh, span<const double>(nullptr, 24), g); },
+      "data");
+  EXPECT_EQ(resproj_test::dir_entries(dir.path()), std::set<std::string>{"img.nii"});
+}
+
+TEST(nifti, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+  TempDir dir;
+  const std::string path = dir.file("img.nii");
+  const image_geometry g({2, 3, 4}, {1, 1, 1}, {0, 0, 0});
+  const auto data = ramp<float>(24);
+  io::write_nifti<float>(path, span<const float>(data.data(), data.size()), g);
+  const auto before = resproj_test::read_byte_vector(path);
+  const image_geometry big({32, 32, 32}, {1, 1, 1}, {0, 0, 0});
+  const std::vector<float> v(32768, 1.5f);
+  {
+    resproj_test::file_size_limit limit(4096); // the write fails part-way
+    expect_io_error(
+        [&] { io::write_nifti<float>(path, span<const float>(v.data(), v.size()), big); },
+        path, "failed");
+  }
+  EXPECT_EQ(resproj_test::read_byte_vector(path), before);
+  EXPECT_EQ(resproj_test::dir_entries(dir.path()), std::set<std::string>{"img.nii"});
+  // Without the limit the same write replaces the file.
+  io::write_nifti<float>(path, span<const float>(v.data(), v.size()), big);
+  EXPECT_EQ(io::read_nifti_geometry(path), big);
+  EXPECT_EQ(resproj_test::dir_entries(dir.path()), std::set<std::string>{"img.nii"});
+}
+
+TEST(nifti, replacing_keeps_permissions_and_follows_symbolic_links) {
+  TempDir dir;
+  const std::string path = dir.file("img.nii"), link = dir.file("link.nii");
+  const image_geometry g({2, 3, 4}, {1, 1, 1}, {0, 0, 0});
+  const auto a = ramp<double>(24);
+  io::write_nifti<double>(path, span<const double>(a.data(), a.size()), g);
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  ASSERT_EQ(::symlink("img.nii", link.c_str()), 0);
+  std::vector<double> b(a.rbegin(), a.rend());
+  io::write_nifti<double>(link, span<const double>(b.data(), b.size()), g);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(resproj_test::file_mode(path), 0640u);
+  std::vector<double> back(24);
+  io::read_nifti<double>(path, span<double>(back.data(), back.size()));
+  EXPECT_EQ(back, b);
+}
+
+/// Writes `bytes` (a 2x3x4 image) and expects reading it into `T` to throw
+/// io_error naming the file and every one of `parts`, with the destination
+/// and the geometry untouched.
+template <class T>
+void expect_out_of_range(const std::vector<unsigned char> &bytes,
+                         std::initializer_list<std::string> parts) {
+  TempDir dir;
+  const std::string path = dir.file("range.nii");
+  resproj_test::write_bytes(path, bytes);
+  std::vector<T> dst(24, T(42));
+  const image_geometry g0({7, 7, 7}, {1, 1, 1}, {0, 0, 0});
+  image_geometry g = g0;
+  for (const auto &part : parts)
+    expect_io_error([&] { io::read_nifti<T>(path, span<T>(dst.data(), 24), &g); }, path,
+                    part);
+  for (T v : dst)
+    ASSERT_EQ(v, T(42)) << "destination modified";
+  EXPECT_EQ(g, g0);
+}
+
+/// Reads `bytes` (a 2x3x4 image) into `T`.
+template <class T> std::vector<T> read_bytes_as(const std::vector<unsigned char> &bytes) {
+  TempDir dir;
+  const std::string path = dir.file("ok.nii");
+  resproj_test::write_bytes(path, bytes);
+  std::vector<T> out(24);
+  io::read_nifti<T>(path, span<T>(out.data(), out.size()));
+  return out;
+}
+
+TEST(nifti, values_out_of_the_destination_range_are_io_error) {
+  for (bool big : {false, true}) {
+    // float64 data beyond float: fine as double, rejected as float.
+    for (double huge : {1e300, -1e300, 1e39}) {
+      nii_builder h(big, 4, 3, 2, 64, 64);
+      h.sform({1, 1, 1}, {0, 0, 0});
+      std::vector<double> vals(24, 0.5);
+      vals[5] = huge;
+      h.data(vals);
+      EXPECT_EQ(read_bytes_as<double>(h.b)[5], huge);
+      expect_out_of_range<float>(h.b, {"voxel data", "offset 392", "float32"});
+    }
+    // Scaling beyond float: float data 1e38 with scl_slope 1e10.
+    {
+      nii_builder h(big, 4, 3, 2, 16, 32);
+      h.sform({1, 1, 1}, {0, 0, 0});
+      h.f32(112, 1e10);
+      std::vector<float> vals(24, 1.0f);
+      vals[7] = 1e38f;
+      h.data(vals);
+      EXPECT_EQ(read_bytes_as<double>(h.b)[7], double(1e10f) * double(1e38f));
+      expect_out_of_range<float>(h.b, {"scl_slope", "offset 380"});
+    }
+    // Scaling beyond double: float64 data 1e300 with scl_slope 1e10.
+    {
+      nii_builder h(big, 4, 3, 2, 64, 64);
+      h.sform({1, 1, 1}, {0, 0, 0});
+      h.f32(112, 1e10);
+      std::vector<double> vals(24, 1.0);
+      vals[23] = 1e300;
+      h.data(vals);
+      expect_out_of_range<double>(h.b, {"scl_slope", "offset 536", "float64"});
+      expect_out_of_range<float>(h.b, {"scl_slope"});
+    }
+    // scl_inter alone pushing a value out of range.
+    {
+      nii_builder h(big, 4, 3, 2, 16, 32);
+      h.sform({1, 1, 1}, {0, 0, 0});
+      h.f32(112, 1.0);
+      h.f32(116, 3e38);
+      std::vector<float> vals(24, -3e38f);
+      vals[0] = 3e38f;
+      h.data(vals);
+      EXPECT_EQ(read_bytes_as<double>(h.b)[0], double(3e38f) + double(3e38f));
+      expect_out_of_range<float>(h.b, {"scl_inter", "offset 352"});
+    }
+    // Integers scaled beyond float.
+    {
+      nii_builder h(big, 4, 3, 2, 4, 16);
+      h.sform({1, 1, 1}, {0, 0, 0});
+      h.f32(112, 3e38);
+      std::vector<std::int16_t> vals(24, 0);
+      vals[1] = -2;
+      h.data(vals);
+      EXPECT_EQ(read_bytes_as<double>(h.b)[1], -2.0 * double(3e38f));
+      expect_out_of_range<float>(h.b, {"scl_slope", "offset 354"});
+    }
+  }
+}
+
+TEST(nifti, stored_infinities_and_nan_are_read_as_they_are) {
+  nii_builder h(false, 4, 3, 2, 64, 64);
+  h.sform({1, 1, 1}, {0, 0, 0});
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> vals(24, 2.0);
+  vals[0] = inf;
+  vals[1] = -inf;
+  vals[2] = std::numeric_limits<double>::quiet_NaN();
+  vals[3] = double(std::numeric_limits<float>::max()); // the largest float fits
+  vals[4] = -double(std::numeric_limits<float>::max());
+  h.data(vals);
+  const auto f = read_bytes_as<float>(h.b);
+  EXPECT_EQ(f[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(f[1], -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(f[2]));
+  EXPECT_EQ(f[3], std::numeric_limits<float>::max());
+  EXPECT_EQ(f[4], std::numeric_limits<float>::lowest());
+  EXPECT_EQ(f[23], 2.0f);
+  // With scaling too.
+  h.f32(112, 2.0);
+  const auto d = read_bytes_as<double>(h.b);
+  EXPECT_EQ(d[0], inf);
+  EXPECT_TRUE(std::isnan(d[2]));
+  EXPECT_EQ(d[23], 4.0);
 }
 
 } // namespace

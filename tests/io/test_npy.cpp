@@ -14,10 +14,12 @@
 #include <initializer_list>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/files.hpp"
+#include "io/special_files.hpp"
 #include "resproj/io/npy.hpp"
 
 namespace io = resproj::io;
@@ -414,4 +416,44 @@ TEST(io_npy, missing_path_directory_and_bad_writes) {
   expect_io_error(
       [&] { io::write_npy(tmp.file("no/dir/a.npy"), span<float>(dst.data(), 2), {2}); },
       {"cannot open for writing"});
+}
+
+TEST(io_npy, fifo_is_rejected_without_blocking) {
+  temp_dir tmp;
+  const std::string fifo = tmp.file("pipe.npy");
+  resproj_test::make_fifo(fifo);
+  std::vector<float> v(4, 1.0f);
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { io::read_npy(fifo, span<float>(v.data(), v.size())); },
+      {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { io::write_npy(fifo, span<const float>(v.data(), v.size()), {4}); },
+      {fifo, "not a regular file"});
+  EXPECT_TRUE(resproj_test::is_fifo(fifo));
+}
+
+TEST(io_npy, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+  temp_dir tmp;
+  const std::string path = tmp.file("a.npy");
+  const std::vector<float> small = {1.0f, 2.0f}, big(4096, 2.5f);
+  io::write_npy(path, span<const float>(small.data(), small.size()), {2});
+  const std::string before = read_bytes(path);
+  {
+    resproj_test::file_size_limit limit(4096); // the write fails part-way
+    expect_io_error(
+        [&] {
+          io::write_npy(path, span<const float>(big.data(), big.size()), {64, 64});
+        },
+        {path, "failed"});
+  }
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"a.npy"});
+  // Rejected arguments do not touch the file either.
+  expect_invalid(
+      [&] { io::write_npy(path, span<const float>(big.data(), big.size()), {3}); },
+      "shape");
+  EXPECT_EQ(read_bytes(path), before);
+  io::write_npy(path, span<const float>(big.data(), big.size()), {64, 64});
+  EXPECT_EQ(io::read_npy_vector<float>(path), big);
+  EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"a.npy"});
 }

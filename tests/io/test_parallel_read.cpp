@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/files.hpp"
+#include "io/special_files.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/io/parallel_read.hpp"
 
@@ -485,6 +486,33 @@ TEST(parallel_read, run_parallel_tasks_covers_each_task_once) {
       for (std::uint64_t t = 0; t < tasks; ++t)
         ASSERT_EQ(hits[t].load(), 1) << t << (p ? " pooled" : " per call");
     }
+}
+
+TEST(parallel_read, fifo_is_rejected_without_blocking) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe.bin");
+  resproj_test::make_fifo(fifo);
+  resproj_test::expect_prompt_io_error(
+      fifo,
+      [&] {
+        io::read_range(fifo, 0, 0,
+                       [](unsigned, std::uint64_t, const void *, std::size_t) {});
+      },
+      {fifo, "not a regular file"});
+  std::uint64_t size = 0;
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { (void)io::detail::pio_file::open_read(fifo, size); },
+      {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(
+      fifo,
+      [&] {
+        io::write_range(fifo, 0, 4,
+                        [](unsigned, std::uint64_t, void *buf, std::size_t n) {
+                          std::memset(buf, 1, n);
+                        });
+      },
+      {fifo, "not a regular file"});
+  EXPECT_TRUE(resproj_test::is_fifo(fifo));
 }
 
 } // namespace

@@ -13,10 +13,12 @@
 #include <initializer_list>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/files.hpp"
+#include "io/special_files.hpp"
 #include "resproj/io/dtype.hpp"
 #include "resproj/io/raw.hpp"
 
@@ -308,4 +310,77 @@ TEST(io_raw, append_and_write_at_offset) {
   std::vector<std::uint16_t> d = {9};
   io::write_raw(fresh, span<std::uint16_t>(d.data(), 1));
   EXPECT_EQ(read_bytes(fresh), std::string("\x09\0", 2));
+}
+
+// ---------------------------------------------- awkward targets, failures --
+
+TEST(io_raw, fifo_is_rejected_without_blocking) {
+  temp_dir tmp;
+  const std::string fifo = tmp.file("pipe.raw");
+  resproj_test::make_fifo(fifo);
+  std::vector<float> v(4, 1.0f);
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { io::read_raw(fifo, span<float>(v.data(), v.size())); },
+      {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { io::write_raw(fifo, span<const float>(v.data(), v.size())); },
+      {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(fifo,
+                                       [&] {
+                                         io::write_raw(
+                                             fifo, span<const float>(v.data(), v.size()),
+                                             io::write_mode::append);
+                                       },
+                                       {fifo, "not a regular file"});
+  resproj_test::expect_prompt_io_error(
+      fifo, [&] { io::write_raw_at(fifo, 4, span<const float>(v.data(), v.size())); },
+      {fifo, "not a regular file"});
+  EXPECT_TRUE(resproj_test::is_fifo(fifo));
+}
+
+TEST(io_raw, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+  temp_dir tmp;
+  const std::string path = tmp.file("a.raw");
+  const std::vector<double> small = test_values<double>(3), big(4096, 2.5);
+  io::write_raw(path, span<const double>(small.data(), small.size()));
+  const std::string before = read_bytes(path);
+  {
+    resproj_test::file_size_limit limit(4096); // the write fails part-way
+    expect_io_error(
+        [&] { io::write_raw(path, span<const double>(big.data(), big.size())); },
+        {path, "failed"});
+  }
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"a.raw"});
+  io::write_raw(path, span<const double>(big.data(), big.size()));
+  EXPECT_EQ(io::read_raw_vector<double>(path, big.size()), big);
+  EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"a.raw"});
+}
+
+TEST(io_raw, replacing_keeps_permissions_and_follows_symbolic_links) {
+  temp_dir tmp;
+  const std::string path = tmp.file("a.raw"), link = tmp.file("link.raw");
+  const std::vector<std::int32_t> a = {1, 2, 3}, b = {4, 5};
+  io::write_raw(path, span<const std::int32_t>(a.data(), a.size()));
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  ASSERT_EQ(::symlink("a.raw", link.c_str()), 0);
+  io::write_raw(link, span<const std::int32_t>(b.data(), b.size()));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(resproj_test::file_mode(path), 0640u);
+  EXPECT_EQ(io::read_raw_vector<std::int32_t>(path, 2), b);
+  EXPECT_EQ(io::file_size(path), 8u);
+}
+
+TEST(io_raw, read_only_file_is_not_replaced) {
+  if (::geteuid() == 0)
+    GTEST_SKIP() << "root may write any file";
+  temp_dir tmp;
+  const std::string path = tmp.file("ro.raw");
+  const std::vector<std::int32_t> a = {1, 2, 3}, b = {4, 5};
+  io::write_raw(path, span<const std::int32_t>(a.data(), a.size()));
+  ASSERT_EQ(::chmod(path.c_str(), 0444), 0);
+  expect_io_error([&] { io::write_raw(path, span<const std::int32_t>(b.data(), 2)); },
+                  {path, "cannot open for writing"});
+  EXPECT_EQ(io::read_raw_vector<std::int32_t>(path, 3), a);
+  EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"ro.raw"});
 }

@@ -92,26 +92,30 @@ inline std::vector<scanner::listmode_event> read_listmode_file(const std::string
   return out;
 }
 
-/// Writes `events` to `path`, creating it or replacing its contents.
+/// Writes `events` to `path`, creating it or replacing it: the file is
+/// written beside `path` and renamed over it on success (see raw.hpp), so on
+/// any error an existing `path` is left as it was.
 /// @throws invalid_argument ("events") for a null pointer with a nonzero size.
-/// @throws io_error if `path` is a directory or cannot be created / written.
+/// @throws io_error if `path` is a directory or not a regular file (checked
+///         first), or cannot be created / written.
 inline void write_listmode_file(const std::string &path,
                                 span<const scanner::listmode_event> events) {
   if (!events.empty() && events.data() == nullptr)
     resproj::detail::throw_invalid("events", "null pointer with size " +
                                                  std::to_string(events.size()));
-  std::fstream f = detail::rawio::open_write(path, detail::rawio::open_mode::truncate);
-  detail::rawio::write_exact(f, path, false, 0, events.data(),
-                             std::uint64_t(events.size()) * listmode_record_bytes, 1);
-  detail::rawio::close_checked(f, path);
+  detail::rawio::replace_file(path, [&](std::fstream &f) {
+    detail::rawio::write_exact(f, path, false, 0, events.data(),
+                               std::uint64_t(events.size()) * listmode_record_bytes, 1);
+  });
 }
 
 /// Appends `events` to the list-mode file `path` (created if missing) and
 /// returns the index of the first appended event (the previous count).
 /// @throws invalid_argument ("events") for a null pointer with a nonzero size.
-/// @throws io_error if `path` is a directory, an existing file's size is not
-///         a multiple of 10 bytes (nothing is appended then), or the write
-///         fails.
+/// @throws io_error if `path` is a directory or not a regular file, an
+///         existing file's size is not a multiple of 10 bytes (nothing is
+///         appended then), or the write fails (it works in place: events
+///         may then be partly appended).
 inline std::uint64_t append_listmode_events(const std::string &path,
                                             span<const scanner::listmode_event> events) {
   if (!events.empty() && events.data() == nullptr)

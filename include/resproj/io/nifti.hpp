@@ -42,6 +42,13 @@
 /// - scl_slope: 0 or NaN means "no scaling" (NIfTI convention); otherwise
 ///   value = scl_slope * stored + scl_inter (both must be finite), computed
 ///   in double.
+/// - A finite stored value whose (scaled) value is out of the range of the
+///   destination type (float64 data above 3.4e38 read as float, or scaling
+///   that overflows) is an error naming the field (voxel data or
+///   scl_slope/scl_inter) and the voxel's offset; stored infinities and NaN
+///   are read as they are.
+/// - The file must be a regular file; a FIFO or device is rejected without
+///   blocking.
 /// - Affine: sform if sform_code > 0, else qform if qform_code > 0, else
 ///   diag(pixdim[1..3]) with zero translation. It must be diagonal up to
 ///   sign (relative off-diagonal tolerance 1e-5); oblique, rotated or
@@ -56,6 +63,10 @@
 ///
 /// Every error is `io_error` ("resproj: <file>: <field or offset>: <problem>")
 /// thrown before the destination is touched.
+///
+/// `write_nifti` checks every argument first, then writes a temporary file
+/// beside the target and renames it over the target on success (see
+/// raw.hpp): a failed write leaves the old file as it was.
 #pragma once
 
 #include <algorithm>
@@ -65,6 +76,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -73,8 +86,10 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/core/span.hpp"
+#include "resproj/core/views.hpp"
 #include "resproj/io/dtype.hpp"
 #include "resproj/io/parallel_read.hpp"
+#include "resproj/io/raw.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace io {
@@ -388,6 +403,84 @@ inline nifti_image_info read_nifti_header_impl(const std::string &path,
   return parse_nifti_header(path, hdr, size_out);
 }
 
+/// Calls `f(S())` with `S` the C++ type of the element type `t`.
+template <class F> void nifti_visit(dtype t, F &&f) {
+  switch (t) {
+  case dtype::uint8:
+    return f(std::uint8_t());
+  case dtype::int8:
+    return f(std::int8_t());
+  case dtype::uint16:
+    return f(std::uint16_t());
+  case dtype::int16:
+    return f(std::int16_t());
+  case dtype::uint32:
+    return f(std::uint32_t());
+  case dtype::int32:
+    return f(std::int32_t());
+  case dtype::uint64:
+    return f(std::uint64_t());
+  case dtype::int64:
+    return f(std::int64_t());
+  case dtype::float32:
+    return f(float());
+  case dtype::float64:
+    return f(double());
+  }
+}
+
+/// Stored element `i` (storage order) of `raw`, in host byte order.
+template <class S>
+S nifti_load(const unsigned char *raw, std::uint64_t i, bool swap) noexcept {
+  unsigned char b[sizeof(S)];
+  std::memcpy(b, raw + std::size_t(i) * sizeof(S), sizeof(S));
+  if (swap)
+    byteswap_elements(b, 1, sizeof(S));
+  S v;
+  std::memcpy(&v, b, sizeof(S));
+  return v;
+}
+
+/// Throws io_error naming the file, the field and the voxel if a finite
+/// stored value of `raw` would be read as a value out of the range of `T`
+/// (larger in magnitude than its largest finite value): float64 data read as
+/// float, or scl_slope / scl_inter scaling that overflows. Stored infinities
+/// and NaN pass (they are read as they are). Reads `raw` only.
+template <class S, class T>
+void nifti_check_range(const std::string &path, const unsigned char *raw,
+                       const nifti_image_info &info) {
+  constexpr bool narrowing =
+      sizeof(S) == 8 && std::is_floating_point_v<S> && std::is_same_v<T, float>;
+  if (!info.scaled && !narrowing)
+    return; // every stored value fits T
+  const double limit = double(std::numeric_limits<T>::max());
+  const bool swap = info.order != host_byte_order() && sizeof(S) > 1;
+  const double slope = info.scl_slope, inter = info.scl_inter;
+  const std::uint64_t n = std::uint64_t(info.num_voxels());
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const double v = double(nifti_load<S>(raw, i, swap));
+    if (!std::isfinite(v))
+      continue;
+    const double r = info.scaled ? slope * v + inter : v;
+    if (std::fabs(r) <= limit)
+      continue;
+    const std::uint64_t n1 = std::uint64_t(info.shape[1]),
+                        n2 = std::uint64_t(info.shape[2]);
+    const std::string where =
+        "voxel data at offset " + std::to_string(info.vox_offset + i * sizeof(S)) +
+        " (NIfTI voxel i,j,k = " + std::to_string(i % n2) + "," +
+        std::to_string(i / n2 % n1) + "," + std::to_string(i / (n1 * n2)) + ")";
+    const std::string type = dtype_name(dtype_of_v<T>);
+    if (info.scaled)
+      nifti_fail(path, "scl_slope/scl_inter (offset 112/116): scaling the value " +
+                           nifti_num(v) + " of the " + where + " by " + nifti_num(slope) +
+                           " and adding " + nifti_num(inter) + " gives " + nifti_num(r) +
+                           ", out of the range of the " + type + " destination");
+    nifti_fail(path, where + ": value " + nifti_num(v) + " is out of the range of the " +
+                         type + " destination");
+  }
+}
+
 template <class S, class T>
 void nifti_convert(const unsigned char *raw, const nifti_image_info &info, T *dst) {
   const std::int64_t n0 = info.shape[0], n1 = info.shape[1], n2 = info.shape[2];
@@ -430,14 +523,19 @@ inline nifti_image_info read_nifti_header(const std::string &path) {
 /// scl_slope / scl_inter; axes stored reversed are flipped.
 /// @param dst          exactly `n0 * n1 * n2` elements
 /// @param geometry_out if not null, receives the image geometry
-/// @throws invalid_argument ("dst") if `dst.size()` is not the voxel count;
-///         io_error as `read_nifti_header` or if reading fails. On any error
-///         neither `dst` nor `*geometry_out` is modified.
+/// @throws invalid_argument ("dst") if `dst` is null with a nonzero size
+///         (checked first) or `dst.size()` is not the voxel count; io_error
+///         as `read_nifti_header`, if reading fails, or if a finite stored
+///         value is out of the range of `T` once converted and scaled (the
+///         message names the field, voxel data or scl_slope/scl_inter, and
+///         the voxel's offset). On any error neither `dst` nor
+///         `*geometry_out` is modified.
 template <class T>
 void read_nifti(const std::string &path, span<T> dst,
                 image_geometry *geometry_out = nullptr) {
   static_assert(std::is_floating_point_v<T> && !std::is_const_v<T>,
                 "read_nifti: T must be float or double");
+  resproj::detail::check_span(dst, dst.size(), "dst");
   const nifti_image_info info = read_nifti_header(path);
   if (dst.size() != std::uint64_t(info.num_voxels()))
     resproj::detail::throw_invalid(
@@ -446,39 +544,13 @@ void read_nifti(const std::string &path, span<T> dst,
   const image_geometry geometry = info.geometry();
   std::vector<unsigned char> raw(std::size_t(info.data_bytes));
   read_range_into(path, info.vox_offset, span<unsigned char>(raw.data(), raw.size()));
+  detail::nifti_visit(info.type, [&](auto stored) {
+    detail::nifti_check_range<decltype(stored), T>(path, raw.data(), info);
+  });
   // Nothing below throws: dst is written only after every check and read.
-  switch (info.type) {
-  case dtype::uint8:
-    detail::nifti_convert<std::uint8_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::int8:
-    detail::nifti_convert<std::int8_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::uint16:
-    detail::nifti_convert<std::uint16_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::int16:
-    detail::nifti_convert<std::int16_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::uint32:
-    detail::nifti_convert<std::uint32_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::int32:
-    detail::nifti_convert<std::int32_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::uint64:
-    detail::nifti_convert<std::uint64_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::int64:
-    detail::nifti_convert<std::int64_t>(raw.data(), info, dst.data());
-    break;
-  case dtype::float32:
-    detail::nifti_convert<float>(raw.data(), info, dst.data());
-    break;
-  case dtype::float64:
-    detail::nifti_convert<double>(raw.data(), info, dst.data());
-    break;
-  }
+  detail::nifti_visit(info.type, [&](auto stored) {
+    detail::nifti_convert<decltype(stored)>(raw.data(), info, dst.data());
+  });
   if (geometry_out)
     *geometry_out = geometry;
 }
@@ -564,21 +636,29 @@ nifti_header_bytes(const image_geometry &geometry, std::size_t count,
 /// `float`, float64 for `double`, host byte order, vox_offset 352, no
 /// extensions, scl_slope 1, sform = qform (code 1) =
 /// `diag(s2, s1, s0)` + `(o2, o1, o0)`, units mm. See the axis mapping in the
-/// file comment.
-/// @throws invalid_argument if `data.size()` is not the voxel count
-///         ("data"), a dimension exceeds 32767 ("geometry.shape[k]") or a
-///         voxel size or origin does not fit a float ("geometry.voxel_size[k]",
-///         "geometry.origin[k]"); io_error if the file cannot be written (the
-///         file may then be partial).
+/// file comment. Every argument is checked before the file system is
+/// touched; the file is then written beside `path` and renamed over it
+/// only on success, so on any error an existing `path` is left as it was
+/// and no temporary file remains.
+/// @throws invalid_argument if `data` is null with a nonzero size or its
+///         size is not the voxel count ("data"), a dimension exceeds 32767
+///         ("geometry.shape[k]") or a voxel size or origin does not fit a
+///         float ("geometry.voxel_size[k]", "geometry.origin[k]"); io_error
+///         if `path` is a directory or not a regular file, or the file
+///         cannot be written.
 template <class T>
 void write_nifti(const std::string &path, span<const T> data,
                  const image_geometry &geometry) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                 "write_nifti: T must be float or double");
+  resproj::detail::check_span(data, data.size(), "data");
   const auto hdr = detail::nifti_header_bytes<T>(geometry, data.size(), "data");
-  const detail::pio_file file = detail::pio_file::open_write(path, true);
-  file.pwrite_exact(path, hdr.data(), hdr.size(), 0);
-  file.pwrite_exact(path, data.data(), data.size() * sizeof(T), hdr.size());
+  detail::rawio::replace_file(path, [&](std::fstream &f) {
+    // Host byte order: no conversion (element size 1).
+    detail::rawio::write_exact(f, path, false, 0, hdr.data(), hdr.size(), 1);
+    detail::rawio::write_exact(f, path, true, 0, data.data(),
+                               std::uint64_t(data.size()) * sizeof(T), 1);
+  });
 }
 
 } // namespace io

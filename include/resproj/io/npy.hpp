@@ -553,10 +553,14 @@ inline std::string header_bytes(dtype type, const std::vector<std::size_t> &shap
 /// 0-d array holding one element) as a C-order little-endian `.npy` file,
 /// version 1.0 (2.0 if the header needs more than 65535 bytes), creating
 /// or replacing `path`. The header is padded so the data start at a
-/// multiple of 64 bytes, as NumPy does.
+/// multiple of 64 bytes, as NumPy does. The file is written beside `path`
+/// and renamed over it on success (see raw.hpp): on any error an existing
+/// `path` is left as it was.
 /// @throws invalid_argument ("shape") if `prod(shape) != data.size()`,
-///         ("data") for a null pointer with a nonzero size.
-/// @throws io_error if the file cannot be created or written.
+///         ("data") for a null pointer with a nonzero size; nothing is
+///         created then.
+/// @throws io_error if `path` is a directory or not a regular file (checked
+///         first), or the file cannot be created or written.
 template <class T>
 void write_npy(const std::string &path, span<const T> data,
                const std::vector<std::size_t> &shape) {
@@ -566,11 +570,11 @@ void write_npy(const std::string &path, span<const T> data,
                                                std::to_string(data.size()));
   const std::string bytes =
       detail::npyio::header_bytes(dtype_of_v<T>, shape, data.size(), "data");
-  std::fstream f = detail::rawio::open_write(path, detail::rawio::open_mode::truncate);
-  detail::rawio::write_exact(f, path, false, 0, bytes.data(), bytes.size(), 1);
-  detail::rawio::write_exact(f, path, true, 0, data.data(),
-                             std::uint64_t(data.size()) * sizeof(T), sizeof(T));
-  detail::rawio::close_checked(f, path);
+  detail::rawio::replace_file(path, [&](std::fstream &f) {
+    detail::rawio::write_exact(f, path, false, 0, bytes.data(), bytes.size(), 1);
+    detail::rawio::write_exact(f, path, true, 0, data.data(),
+                               std::uint64_t(data.size()) * sizeof(T), sizeof(T));
+  });
 }
 
 /// As above for a `span<T>`.

@@ -237,31 +237,45 @@ public:
   }
   int fd() const noexcept { return fd_; }
 
-  /// Opens `path` for reading; rejects anything but a regular file.
+  /// Opens `path` for reading; rejects anything but a regular file. The open
+  /// does not block (O_NONBLOCK, cleared once the file is known to be
+  /// regular): a FIFO is rejected at once instead of waiting for a writer.
   /// @return the file and its size in `size_out`.
   /// @throws io_error naming the file and the problem.
   static pio_file open_read(const std::string &path, std::uint64_t &size_out) {
     pio_file f;
     do
-      f.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      f.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     while (f.fd_ < 0 && errno == EINTR);
     if (f.fd_ < 0)
       throw_errno(path, "cannot open for reading", errno);
     size_out = f.regular_size(path);
+    f.clear_nonblock(path);
     return f;
   }
 
   /// Opens `path` for writing (created with mode 0644 if missing; truncated to
-  /// zero length first when `truncate`).
+  /// zero length first when `truncate`). An existing file that is not a
+  /// regular file is rejected before it is opened, and the open does not
+  /// block (a FIFO is never waited on).
+  /// @throws io_error naming the file and the problem.
   static pio_file open_write(const std::string &path, bool truncate) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0)
+      check_regular(path, st);
     pio_file f;
-    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0);
+    const int flags =
+        O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | (truncate ? O_TRUNC : 0);
     do
       f.fd_ = ::open(path.c_str(), flags, 0644);
     while (f.fd_ < 0 && errno == EINTR);
-    if (f.fd_ < 0)
+    if (f.fd_ < 0) {
+      if (errno == ENXIO) // a FIFO (or device) that appeared after the stat
+        throw io_error("resproj: " + path + ": not a regular file");
       throw_errno(path, "cannot open for writing", errno);
+    }
     (void)f.regular_size(path);
+    f.clear_nonblock(path);
     return f;
   }
 
@@ -315,15 +329,25 @@ public:
   }
 
 private:
-  std::uint64_t regular_size(const std::string &path) const {
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0)
-      throw_errno(path, "cannot stat", errno);
+  static void check_regular(const std::string &path, const struct stat &st) {
     if (S_ISDIR(st.st_mode))
       throw io_error("resproj: " + path + ": is a directory, not a file");
     if (!S_ISREG(st.st_mode))
       throw io_error("resproj: " + path + ": not a regular file");
+  }
+
+  std::uint64_t regular_size(const std::string &path) const {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0)
+      throw_errno(path, "cannot stat", errno);
+    check_regular(path, st);
     return std::uint64_t(st.st_size);
+  }
+
+  void clear_nonblock(const std::string &path) const {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0)
+      throw_errno(path, "cannot clear O_NONBLOCK", errno);
   }
 
   int fd_ = -1;
