@@ -159,6 +159,46 @@ TEST(ImageGeometry, RejectsTooManyVoxels) {
       "shape"));
 }
 
+// A projection in T takes the geometry in T: `check_geometry_in<T>` (run by
+// the shared contract check) accepts exactly the geometries whose voxel
+// sizes are normal numbers of T and whose origin and box edges are finite
+// in T, and names the first component that is not.
+TEST(ImageGeometry, RepresentableInTheValueType) {
+  using resproj::detail::check_geometry_in;
+  const double fmin = double(std::numeric_limits<float>::min());
+  const double fmax = double(std::numeric_limits<float>::max());
+  const double dmin = std::numeric_limits<double>::min();
+  const double dmax = std::numeric_limits<double>::max();
+  struct {
+    vec_t size, origin;
+    std::string float_name, double_name; // "" if accepted
+  } cases[] = {
+      {{2, 1, 3}, {-7, -3, -7.5}, "", ""},
+      {{fmin, 1, 1}, {0, 0, 0}, "", ""},
+      {{1, std::nextafter(fmin, 0.0) * 0.5, 1}, {0, 0, 0}, "g.voxel_size[1]", ""},
+      {{1, 1, 1e-45}, {0, 0, 0}, "g.voxel_size[2]", ""},
+      {{1, 1, 1e-50}, {0, 0, 0}, "g.voxel_size[2]", ""},
+      {{1, dmin / 4, 1}, {0, 0, 0}, "g.voxel_size[1]", "g.voxel_size[1]"},
+      {{3.5e38, 1, 1}, {0, 0, 0}, "g.voxel_size[0]", ""},
+      {{1, 1, 1e32}, {0, 0, fmax}, "g.box_max[2]", ""},
+      {{1e32, 1, 1}, {-fmax, 0, 0}, "g.box_min[0]", ""},
+      {{1, 1, 1}, {0, 4e38, 0}, "g.origin[1]", ""},
+      {{1e308, 1, 1}, {1e308, 0, 0}, "g.voxel_size[0]", "g.box_max[0]"},
+      {{1e300, 1, 1}, {-dmax, 0, 0}, "g.voxel_size[0]", "g.box_min[0]"},
+  };
+  for (const auto &c : cases) {
+    const resproj::image_geometry g({4, 3, 2}, c.size, c.origin);
+    if (c.float_name.empty())
+      EXPECT_NO_THROW(check_geometry_in<float>(g, "g"));
+    else
+      EXPECT_TRUE(rejects([&] { check_geometry_in<float>(g, "g"); }, c.float_name));
+    if (c.double_name.empty())
+      EXPECT_NO_THROW(check_geometry_in<double>(g, "g"));
+    else
+      EXPECT_TRUE(rejects([&] { check_geometry_in<double>(g, "g"); }, c.double_name));
+  }
+}
+
 TEST(ImageGeometry, ErrorsAreResprojErrors) {
   try {
     resproj::image_geometry({0, 1, 1}, {1, 1, 1}, {0, 0, 0});

@@ -287,15 +287,15 @@ TYPED_TEST(BadInput, OperationChecksAreTheSharedOnes) {
     const resproj::span<T> o_out(out.data(), out_size);
     const resproj::span<const T> o_values(values.data(), values_size);
     EXPECT_EQ(argument_of([&] {
-                resproj::detail::check_projection(o, l, o_out.size(), o_out.data(),
-                                                  "out");
+                resproj::detail::check_projection(o, rt::geometry_of(g), l, o_out.size(),
+                                                  o_out.data(), "out");
               }),
               name);
     EXPECT_TRUE(throws_naming([&] { cpu::forward(o, image, l, o_out); }, name));
     const std::string back_name = name == "out" ? "values" : name;
     EXPECT_EQ(argument_of([&] {
-                resproj::detail::check_projection(o, l, o_values.size(), o_values.data(),
-                                                  "values");
+                resproj::detail::check_projection(
+                    o, rt::geometry_of(g), l, o_values.size(), o_values.data(), "values");
               }),
               back_name);
     for (auto acc :

@@ -4,6 +4,7 @@
 // the step, plus memory safety of the bilinear stencil for any LOR.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -176,6 +177,54 @@ TYPED_TEST(JosephMath, StencilNeverLeavesTheImage) {
     }
   }
   EXPECT_GT(sampled, 50000u);
+}
+
+// End points with a non-finite coordinate (NaN, +-inf, in any subset of the
+// six) give an empty ray, so every projection of the LOR is exactly 0 and
+// no float-to-integer conversion sees a non-finite value; so do end points
+// whose difference b - a overflows T (docs/projection.md, "LORs that
+// contribute nothing").
+TYPED_TEST(JosephMath, NonFiniteEndPointsGiveAnEmptyRay) {
+  using T = TypeParam;
+  const rt::grid g = rt::grid::centred({9, 7, 5}, {2.0, 1.0, 3.0});
+  const auto grid = grid_of<T>(g);
+  const auto image = rt::random_values<T>(std::size_t(g.num_voxels()), 4, 0.5, 1.5);
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const T inf = std::numeric_limits<T>::infinity();
+  const T big = std::numeric_limits<T>::max();
+  const T bases[][6] = {
+      {-40, -1.3f, 2.1f, 40, 0.7f, -1.9f}, {1.1f, -30, -2.2f, -0.6f, 30, 3.4f},
+      {-2.5f, 0.9f, -40, 3.1f, -1.2f, 40}, {-20, -18, -15, 21, 17, 16},
+      {-3, 0.5f, 1, 3, 0.5f, 1}, // b - a along axis 0 only
+  };
+  std::size_t checked = 0;
+  for (const auto &base : bases) {
+    ASSERT_FALSE(math::make_joseph_ray(grid, base, base + 3).empty());
+    auto expect_empty = [&](const T e[6], const std::string &what) {
+      const auto ray = math::make_joseph_ray(grid, e, e + 3);
+      EXPECT_TRUE(ray.empty()) << what;
+      EXPECT_EQ(ray.num_planes(), 0) << what;
+      const T v = math::forward_lor(grid, image.data(), e, e + 3);
+      EXPECT_TRUE(v == T(0) && !std::signbit(v)) << what << ": " << v;
+      ++checked;
+    };
+    for (T bad : {nan, inf, -inf})
+      for (int mask = 1; mask < 64; ++mask) {
+        T e[6];
+        for (int c = 0; c < 6; ++c)
+          e[c] = (mask >> c) & 1 ? bad : base[c];
+        expect_empty(e, std::to_string(double(bad)) + " in coordinates " +
+                            std::to_string(mask));
+      }
+    for (int k = 0; k < 3; ++k) { // finite end points, b - a overflows
+      T e[6];
+      std::copy(base, base + 6, e);
+      e[k] = -big;
+      e[k + 3] = big;
+      expect_empty(e, "difference overflows on axis " + std::to_string(k));
+    }
+  }
+  EXPECT_EQ(checked, 5u * (3u * 63u + 3u));
 }
 
 // Splitting the planes of a LOR between several "threads" (first, stride)

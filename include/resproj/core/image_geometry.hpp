@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -90,5 +92,44 @@ private:
 };
 
 static_assert(std::is_trivially_copyable_v<image_geometry>);
+
+namespace detail {
+
+/// Checks that `g` holds in the value type T of a projection (projections
+/// in T round it to T once; a geometry valid in double may not hold in
+/// float): voxel sizes finite, > 0 and not subnormal in T, the origin and
+/// both box edges finite in T.
+/// @throws invalid_argument naming the component, as
+///         "<name>.voxel_size[k]", "<name>.origin[k]", "<name>.box_min[k]"
+///         or "<name>.box_max[k]".
+template <class T>
+void check_geometry_in(const image_geometry &g, const std::string &name) {
+  static_assert(std::is_floating_point_v<T>, "a floating-point value type");
+  const char *type = std::is_same_v<T, float>    ? "float"
+                     : std::is_same_v<T, double> ? "double"
+                                                 : "the value type";
+  const auto finite = [](double v) {
+    return std::isfinite(v) && std::fabs(v) <= double(std::numeric_limits<T>::max());
+  };
+  const auto fail = [&](const char *component, int k, double v, const char *rule) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%.6g", v);
+    throw_invalid(name + "." + component + "[" + std::to_string(k) + "]",
+                  std::string(rule) + " in " + type + " (got " + got + ")");
+  };
+  for (int k = 0; k < 3; ++k) {
+    const double s = g.voxel_size()[k];
+    if (!finite(s) || !(T(s) >= std::numeric_limits<T>::min()))
+      fail("voxel_size", k, s, "must be finite, > 0 and not subnormal");
+    if (!finite(g.origin()[k]))
+      fail("origin", k, g.origin()[k], "must be finite");
+    if (!finite(g.box_min(k)))
+      fail("box_min", k, g.box_min(k), "must be finite");
+    if (!finite(g.box_max(k)))
+      fail("box_max", k, g.box_max(k), "must be finite");
+  }
+}
+
+} // namespace detail
 
 RESPROJ_NAMESPACE_END

@@ -21,8 +21,11 @@ RESPROJ_NAMESPACE_BEGIN
 /// crystal centres (`[x0 y0 z0 x1 y1 z1 ...]`, `num_detectors` entries).
 /// LOR i runs from detector `pairs[2 i]` to detector `pairs[2 i + 1]`. The
 /// end points are read from the table when projected, so only 8 bytes per
-/// LOR are stored or moved. Indices are not checked per LOR by the
-/// projectors (validate them once, e.g. scanner::validate_events).
+/// LOR are stored or moved. Indices must lie in `[0, num_detectors)`: the
+/// CPU backend checks every index before projecting (`check_indices`,
+/// invalid_argument naming "lors.pairs" and the first bad event); GPU
+/// kernels never check indices, so validate device pairs once
+/// (`gpu::validate_events`, or `scanner::validate_events` on the host).
 template <class T> struct detector_pairs {
   using value_type = T;
   const T *detectors = nullptr;
@@ -73,6 +76,20 @@ template <class T> struct detector_pairs {
   template <class F> void for_each_region(F &&f) const {
     f(static_cast<const void *>(detectors), "lors.detectors");
     f(static_cast<const void *>(pairs), "lors.pairs");
+  }
+  /// Checks every index against the table (reads all pairs: host memory
+  /// only; after `check`).
+  /// @throws invalid_argument naming "<name>.pairs" and the first bad event.
+  void check_indices(const char *name) const {
+    for (std::size_t i = 0; i < count; ++i)
+      for (int e = 0; e < 2; ++e) {
+        const std::int32_t d = pairs[2 * i + std::size_t(e)];
+        if (d < 0 || std::size_t(d) >= num_detectors)
+          detail::throw_invalid(std::string(name) + ".pairs",
+                                "event " + std::to_string(i) + ": detector " +
+                                    std::to_string(d) + " is outside the table of " +
+                                    std::to_string(num_detectors) + " detectors");
+      }
   }
 };
 

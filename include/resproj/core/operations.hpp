@@ -13,6 +13,7 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/image_geometry.hpp"
 #include "resproj/core/lor_sources.hpp"
 #include "resproj/core/span.hpp"
 #include "resproj/core/tof.hpp"
@@ -118,15 +119,18 @@ void check_operation(const op::tof_listmode<T> &o, std::size_t count,
   check_values(o.bins.size(), o.bins.data(), count, "bins");
 }
 
-/// The contract check every executor runs first: the LOR source, the
+/// The contract check every executor runs first: the image geometry in the
+/// value type of the LORs (`check_geometry_in`), the LOR source, the
 /// operation (TOF parameters, list-mode bins) and the size of the values
 /// (`out` or `values`: `count * values_per_lor` elements). Executors add
-/// only their residency checks (where each pointer lives).
-/// @throws invalid_argument naming the argument ("lors.starts", "tof.sigma",
-///         "bins", "out", ...).
+/// only their residency checks (where each pointer lives) and, where the
+/// arrays are host memory, checks of per-LOR values.
+/// @throws invalid_argument naming the argument ("image.geometry.voxel_size[0]",
+///         "lors.starts", "tof.sigma", "bins", "out", ...).
 template <class Op, class Lors>
-void check_projection(const Op &o, const Lors &lors, std::size_t data_size,
-                      const void *data, const char *data_name) {
+void check_projection(const Op &o, const image_geometry &geometry, const Lors &lors,
+                      std::size_t data_size, const void *data, const char *data_name) {
+  check_geometry_in<value_of<Lors>>(geometry, "image.geometry");
   lors.check("lors");
   check_operation(o, lors.count);
   check_values(data_size, data, lors.count * o.values_per_lor(), data_name);

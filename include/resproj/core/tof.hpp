@@ -22,7 +22,10 @@ RESPROJ_NAMESPACE_BEGIN
 /// per-LOR span is non-empty; per-LOR arrays are indexed like the LORs of
 /// the call (element i for LOR i of the chunk) and must live where the
 /// call's LORs live (host for the CPU backend, device for the GPU one).
-/// Trivially copyable.
+/// Their elements must be finite, sigmas > 0: the CPU backend checks every
+/// element a call uses (`detail::check_tof_values`) and throws; GPU kernels
+/// never check per-LOR values, so a bad element there gives undefined
+/// values for its LOR. Trivially copyable.
 template <class T> struct tof_params {
   T bin_width = 0;              ///< > 0
   int num_bins = 0;             ///< >= 1
@@ -81,6 +84,34 @@ template <class T> void check_tof(const tof_params<T> &tof, std::size_t count) {
   };
   per_lor(tof.sigmas, "tof.sigmas");
   per_lor(tof.center_offsets, "tof.center_offsets");
+}
+
+/// Checks the elements of the per-LOR arrays of `tof` used by a call over
+/// `count` LORs: sigmas finite and > 0, centre offsets finite. Reads the
+/// arrays, so only for executors whose per-LOR arrays are host memory (the
+/// CPU backend); call after `check_tof`.
+/// @throws invalid_argument naming "tof.sigmas" / "tof.center_offsets" and
+///         the index of the first bad element.
+template <class T> void check_tof_values(const tof_params<T> &tof, std::size_t count) {
+  auto first_bad = [count](const span<const T> &s, bool positive) {
+    if (s.empty())
+      return count;
+    for (std::size_t i = 0; i < count; ++i)
+      if (!std::isfinite(double(s[i])) || (positive && !(s[i] > T(0))))
+        return i;
+    return count;
+  };
+  auto fail = [](const span<const T> &s, std::size_t i, const char *name,
+                 const char *rule) {
+    throw_invalid(name, "element " + std::to_string(i) + " " + rule + " (got " +
+                            std::to_string(double(s[i])) + ")");
+  };
+  const std::size_t s = first_bad(tof.sigmas, true);
+  if (s < count)
+    fail(tof.sigmas, s, "tof.sigmas", "must be finite and > 0");
+  const std::size_t o = first_bad(tof.center_offsets, false);
+  if (o < count)
+    fail(tof.center_offsets, o, "tof.center_offsets", "must be finite");
 }
 
 } // namespace detail

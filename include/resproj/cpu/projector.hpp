@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "resproj/core/config.hpp"
@@ -220,13 +222,37 @@ template <class T, class Op, class Lors> struct back_lor_body {
   }
 };
 
-/// Checks a CPU projection call: the shared contract and a non-null image.
+/// Per-LOR values of the operation, which the CPU backend can read (host
+/// memory): per-LOR TOF sigmas and centre offsets.
+inline void check_operation_values(const op::non_tof &, std::size_t) {}
+template <class T>
+void check_operation_values(const op::tof_sinogram<T> &o, std::size_t count) {
+  resproj::detail::check_tof_values(o.tof, count);
+}
+template <class T>
+void check_operation_values(const op::tof_listmode<T> &o, std::size_t count) {
+  resproj::detail::check_tof_values(o.tof, count);
+}
+
+/// Detector indices of sources that have them (`check_indices`: detector
+/// pairs, list-mode records), against their table.
+template <class Lors, class = void> struct has_indices : std::false_type {};
+template <class Lors>
+struct has_indices<Lors, std::void_t<decltype(std::declval<const Lors &>().check_indices(
+                             static_cast<const char *>(nullptr)))>> : std::true_type {};
+
+/// Checks a CPU projection call before anything is written: a non-null
+/// image, the shared contract, then what only host memory lets the CPU
+/// read: per-LOR TOF values and detector indices.
 template <class T, class Op, class Lors>
 void check_cpu_projection(const Op &o, const image_view<T> &image, const Lors &lors,
                           std::size_t data_size, const void *data,
                           const char *data_name) {
   resproj::detail::check_image(image, "image");
-  resproj::detail::check_projection(o, lors, data_size, data, data_name);
+  resproj::detail::check_projection(o, image.geometry, lors, data_size, data, data_name);
+  check_operation_values(o, lors.count);
+  if constexpr (has_indices<Lors>::value)
+    lors.check_indices("lors");
 }
 
 } // namespace detail
@@ -242,8 +268,10 @@ void check_cpu_projection(const Op &o, const image_view<T> &image, const Lors &l
 /// @param lors       LOR source in host memory
 /// @param out        output
 /// @param opt        thread count
-/// @throws invalid_argument naming the argument (null pointers, bad TOF
-///         parameters, too-small arrays), before anything is written.
+/// @throws invalid_argument naming the argument (null pointers, a geometry
+///         that does not hold in T, bad TOF parameters or per-LOR TOF
+///         values, detector indices outside the table, too-small arrays),
+///         before anything is written.
 /// Synchronous; thread-safe for distinct outputs.
 template <class Op, class Lors, class = resproj::detail::if_projection<Op, Lors>>
 void forward(const Op &operation, image_view<const resproj::detail::value_of<Lors>> image,

@@ -75,17 +75,20 @@ template <class Op, class Lors> bool bins_from_records(const Op &o, const Lors &
 /// The shared contract check (`resproj::detail::check_projection`) of a
 /// streamed call; list-mode bins may be left in packed records.
 template <class Op, class Lors>
-void check_streamed_projection(const Op &o, const Lors &lors, std::size_t data_size,
-                               const void *data, const char *data_name) {
+void check_streamed_projection(const Op &o, const image_geometry &geometry,
+                               const Lors &lors, std::size_t data_size, const void *data,
+                               const char *data_name) {
   if constexpr (std::is_same_v<Op, op::tof_listmode<typename Lors::value_type>>) {
     if (bins_from_records(o, lors)) {
+      resproj::detail::check_geometry_in<typename Lors::value_type>(geometry,
+                                                                    "image.geometry");
       lors.check("lors");
       resproj::detail::check_operation(o, lors.count, true);
       resproj::detail::check_values(data_size, data, lors.count, data_name);
       return;
     }
   }
-  resproj::detail::check_projection(o, lors, data_size, data, data_name);
+  resproj::detail::check_projection(o, geometry, lors, data_size, data, data_name);
 }
 
 } // namespace detail
@@ -324,7 +327,7 @@ private:
                                          std::to_string(device_));
     require_device_pointer(image.data, image.device, "image.data");
     src.lors.check("host_lors"); // null host LOR arrays, named as the argument
-    detail::check_streamed_projection(o, src.lors, size, data, name);
+    detail::check_streamed_projection(o, image.geometry, src.lors, size, data, name);
     if (src.lors.count == 0)
       return;
     src.check_residency(*this);

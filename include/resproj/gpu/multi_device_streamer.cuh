@@ -261,7 +261,8 @@ private:
     detail::check_streams(set_.devices(), streams);
     src.check(set_);
     const std::size_t count = src.count();
-    detail::check_streamed_projection(o, src.lors(), size, data, name); // shared contract
+    detail::check_streamed_projection(o, image.geometry(), src.lors(), size, data,
+                                      name); // shared contract
     if (count > 0) {
       resproj::detail::for_each_operation_region(o,
                                                  [](const void *p, const char *region) {

@@ -60,7 +60,7 @@ void check_gpu_projection(const Op &o, const device_image_view<const T> &image,
   require_explicit_stream(s, "stream");
   if (image.data == nullptr)
     resproj::detail::throw_invalid("image.data", "null pointer");
-  resproj::detail::check_projection(o, lors, data_size, data, data_name);
+  resproj::detail::check_projection(o, image.geometry, lors, data_size, data, data_name);
   check_tuning(t);
   if (kind_of<Op>::value != operation_kind::non_tof)
     check_stencil_workspace<T>(t.stencil, image, "tuning.stencil");

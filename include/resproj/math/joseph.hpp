@@ -4,6 +4,7 @@
 /// The one implementation of the numbers, used by every backend.
 #pragma once
 
+#include <cfloat>
 #include <cstdint>
 
 #include "resproj/core/config.hpp"
@@ -82,13 +83,23 @@ RESPROJ_HD bool clip_to_box(const image_grid<T> &g, const T a[3], const T d[3], 
   return lo <= hi; // false for NaN too
 }
 
+/// True unless x is NaN or +-inf (a comparison only: same on host and device).
+RESPROJ_HD inline bool finite_of(float x) { return abs_of(x) <= FLT_MAX; }
+RESPROJ_HD inline bool finite_of(double x) { return abs_of(x) <= DBL_MAX; }
+
 /// Sets up the Joseph walk of LOR a -> b. All discrete decisions (axis,
-/// plane range) are taken here with uncontracted arithmetic.
+/// plane range) are taken here with uncontracted arithmetic. A LOR with a
+/// non-finite end-point coordinate (or whose b - a overflows T) gives an
+/// empty ray: it contributes nothing.
 template <class T>
 RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
                                          const T b[3]) noexcept {
   joseph_ray<T> r;
   const T d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+  // b_k - a_k is finite exactly when both are and the difference does not
+  // overflow: one test per axis, before any float-to-integer conversion.
+  if (!(finite_of(d[0]) && finite_of(d[1]) && finite_of(d[2])))
+    return r;
   const int ax = principal_axis(d);
   r.axis = ax;
   if (d[ax] == T(0))

@@ -96,9 +96,11 @@ static_assert(std::is_standard_layout_v<listmode_event>);
 /// is `events[i].tof_bin()`, which the host-LOR streamers use when an
 /// `op::tof_listmode` leaves its `bins` empty (resident calls take the bins
 /// from the operation: split records on the device with
-/// `gpu::split_events`). 10 bytes per event. Indices are not checked per
-/// event by the projectors (validate them once, `validate_events`).
-/// Trivially copyable.
+/// `gpu::split_events`). 10 bytes per event. Indices must lie in
+/// `[0, num_detectors)`: the CPU backend checks every index before
+/// projecting (`check_indices`, invalid_argument naming "lors.events" and
+/// the first bad event); GPU kernels never check indices (validate once,
+/// `validate_events` or `gpu::validate_events`). Trivially copyable.
 template <class T> struct listmode_records {
   using value_type = T;
   const T *detectors = nullptr;
@@ -148,6 +150,19 @@ template <class T> struct listmode_records {
   template <class F> void for_each_region(F &&f) const {
     f(static_cast<const void *>(detectors), "lors.detectors");
     f(static_cast<const void *>(events), "lors.events");
+  }
+  /// Checks every detector index against the table (reads all events: host
+  /// memory only; after `check`).
+  /// @throws invalid_argument naming "<name>.events" and the first bad event.
+  void check_indices(const char *name) const {
+    for (std::size_t i = 0; i < count; ++i)
+      for (const std::uint32_t d : {events[i].detector_a(), events[i].detector_b()})
+        if (d >= num_detectors)
+          resproj::detail::throw_invalid(
+              std::string(name) + ".events",
+              "event " + std::to_string(i) + ": detector " + std::to_string(d) +
+                  " is outside the table of " + std::to_string(num_detectors) +
+                  " detectors");
   }
 };
 
