@@ -75,7 +75,7 @@ TEST(KernelChoice, TofSinogramForwardKeepsMemoryOrderBackTakesPlanes) {
   const auto sino = rp::lor_layout::sinogram(8, radial);
   expect_choice(
       choose(operation_kind::tof_sinogram, direction::forward, sino, subset_lors),
-      {4, 0, true, false, false, false, false}, "dmi-tof-subset forward");
+      {8, 0, true, false, false, false, false}, "dmi-tof-subset forward");
   expect_choice(choose(operation_kind::tof_sinogram, direction::back, sino, subset_lors),
                 {1, planes, true, false, false, false, false}, "dmi-tof-subset back");
   // Without a layout the back projection pairs its atomics.

@@ -67,7 +67,7 @@ inline constexpr kernel_rule kernel_table[] = {
      false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false,
      false, false, "Non-TOF mapping"},
-    {operation_kind::tof_sinogram, direction::forward, order::unordered, false, 4, false,
+    {operation_kind::tof_sinogram, direction::forward, order::unordered, false, 8, false,
      false, false, false, "TOF sinogram"},
     {operation_kind::tof_sinogram, direction::back, order::unordered, false, 4, false,
      false, true, false, "TOF sinogram"},
