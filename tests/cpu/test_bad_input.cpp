@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/expect.hpp"
 #include "common/grid.hpp"
 #include "common/host_views.hpp"
 #include "common/lors.hpp"
@@ -54,30 +55,8 @@ protected:
 using value_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(BadInput, value_types);
 
-/// Checks that `call` throws invalid_argument naming `argument`.
-template <class F>
-::testing::AssertionResult throws_naming(F &&call, const std::string &argument) {
-  try {
-    call();
-  } catch (const resproj::invalid_argument &e) {
-    const std::string what = e.what();
-    if (e.argument() != argument)
-      return ::testing::AssertionFailure() << "argument() is \"" << e.argument()
-                                           << "\", expected \"" << argument << "\"";
-    if (what.find(argument) == std::string::npos)
-      return ::testing::AssertionFailure()
-             << "what() \"" << what << "\" lacks " << argument;
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception &e) {
-    return ::testing::AssertionFailure() << "threw another exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw (expected " << argument << ")";
-}
-
-template <class T> bool bitwise_equal(const std::vector<T> &a, const std::vector<T> &b) {
-  return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+using resproj_test::bitwise_equal;
+using resproj_test::throws_naming;
 
 TYPED_TEST(BadInput, ForwardRejectsBadArgumentsBeforeWriting) {
   using T = TypeParam;

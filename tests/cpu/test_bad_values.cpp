@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/expect.hpp"
 #include "common/grid.hpp"
 #include "common/host_views.hpp"
 #include "common/lors.hpp"
@@ -54,35 +55,8 @@ protected:
 using value_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(BadValues, value_types);
 
-template <class T> bool bitwise_equal(const std::vector<T> &a, const std::vector<T> &b) {
-  return a.size() == b.size() &&
-         std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-/// Checks that `call` throws invalid_argument naming `argument`, with every
-/// string of `details` in its message.
-template <class F>
-::testing::AssertionResult throws_naming(F &&call, const std::string &argument,
-                                         const std::vector<std::string> &details = {}) {
-  try {
-    call();
-  } catch (const rp::invalid_argument &e) {
-    const std::string what = e.what();
-    if (e.argument() != argument)
-      return ::testing::AssertionFailure() << "argument() is \"" << e.argument()
-                                           << "\", expected \"" << argument << "\"";
-    if (what.find(argument) == std::string::npos)
-      return ::testing::AssertionFailure()
-             << "what() \"" << what << "\" lacks " << argument;
-    for (const auto &d : details)
-      if (what.find(d) == std::string::npos)
-        return ::testing::AssertionFailure() << "what() \"" << what << "\" lacks " << d;
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception &e) {
-    return ::testing::AssertionFailure() << "threw another exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw (expected " << argument << ")";
-}
+using resproj_test::bitwise_equal;
+using resproj_test::throws_naming;
 
 /// LORs through the image along each principal axis, and copies of them
 /// with one end-point coordinate (or more) replaced by NaN, +inf or -inf.
