@@ -11,6 +11,7 @@
 #include "common/expect.hpp"
 #include "common/random.hpp"
 #include "gpu/gpu_test_util.hpp"
+#include "resproj/core/listmode_event.hpp"
 #include "resproj/gpu/listmode_events.cuh"
 #include "resproj/resproj.hpp"
 
@@ -22,18 +23,18 @@ namespace rt = resproj_test;
 namespace {
 
 /// Valid random events for `nd` detectors and `nb` bins.
-std::vector<rs::listmode_event> random_events(std::size_t n, std::uint32_t nd, int nb,
+std::vector<rp::listmode_event> random_events(std::size_t n, std::uint32_t nd, int nb,
                                               rt::rng &random) {
-  std::vector<rs::listmode_event> ev(n);
+  std::vector<rp::listmode_event> ev(n);
   for (auto &e : ev)
-    e = rs::listmode_event::make(std::uint32_t(random.below(nd)),
+    e = rp::listmode_event::make(std::uint32_t(random.below(nd)),
                                  std::uint32_t(random.below(nd)),
                                  std::int16_t(random.below(std::uint64_t(nb))));
   return ev;
 }
 
 /// Makes event i invalid in one of several ways.
-void spoil(rs::listmode_event &e, std::uint32_t nd, int nb, rt::rng &random) {
+void spoil(rp::listmode_event &e, std::uint32_t nd, int nb, rt::rng &random) {
   switch (random.below(5)) {
   case 0:
     e.set_detector_a(nd);
@@ -74,7 +75,7 @@ TEST_F(gpu_test, validation_finds_count_and_first_bad_event) {
         ASSERT_EQ(expected.num_invalid, n);
 
       auto d_ev =
-          gpu::make_device_buffer(rp::span<const rs::listmode_event>(ev.data(), n), s);
+          gpu::make_device_buffer(rp::span<const rp::listmode_event>(ev.data(), n), s);
       const auto got = gpu::validate_events(d_ev.cspan(), nd, nb, s);
       EXPECT_EQ(got.num_invalid, expected.num_invalid) << n << " " << fraction;
       EXPECT_EQ(got.first_invalid, expected.first_invalid) << n << " " << fraction;
@@ -82,9 +83,9 @@ TEST_F(gpu_test, validation_finds_count_and_first_bad_event) {
       // Asynchronous form with a caller workspace.
       const std::size_t bytes = gpu::validate_events_workspace_bytes(n);
       gpu::device_buffer<unsigned char> ws(bytes, s);
-      gpu::device_buffer<rs::event_check_result> d_res(1, s);
+      gpu::device_buffer<rp::event_check_result> d_res(1, s);
       gpu::validate_events(d_ev.cspan(), nd, nb, ws.data(), bytes, d_res.data(), s);
-      rs::event_check_result r;
+      rp::event_check_result r;
       d_res.copy_to_host(&r, 1, 0, s);
       s.synchronize();
       EXPECT_EQ(r.num_invalid, expected.num_invalid);
@@ -115,15 +116,15 @@ TEST_F(gpu_test, validation_finds_count_and_first_bad_event) {
 
 TEST_F(gpu_test, validation_of_no_events) {
   gpu::stream s;
-  const auto r = gpu::validate_events(rp::span<const rs::listmode_event>(), 10, 3, s);
+  const auto r = gpu::validate_events(rp::span<const rp::listmode_event>(), 10, 3, s);
   EXPECT_EQ(r.num_invalid, 0u);
   EXPECT_EQ(r.first_invalid, 0u);
   // The asynchronous form needs no workspace for no events.
-  gpu::device_buffer<rs::event_check_result> d_res(1, s);
-  d_res.fill(rs::event_check_result{7, 7}, s);
-  gpu::validate_events(rp::span<const rs::listmode_event>(), 10, 3, nullptr, 0,
+  gpu::device_buffer<rp::event_check_result> d_res(1, s);
+  d_res.fill(rp::event_check_result{7, 7}, s);
+  gpu::validate_events(rp::span<const rp::listmode_event>(), 10, 3, nullptr, 0,
                        d_res.data(), s);
-  rs::event_check_result h{5, 5};
+  rp::event_check_result h{5, 5};
   d_res.copy_to_host(&h, 1, 0, s);
   s.synchronize();
   EXPECT_EQ(h.num_invalid, 0u);
@@ -138,7 +139,7 @@ TEST_F(gpu_test, conversion_round_trips) {
     spoil(ev[random.below(n)], 5, 3, random);
   gpu::stream s;
   auto d_ev =
-      gpu::make_device_buffer(rp::span<const rs::listmode_event>(ev.data(), n), s);
+      gpu::make_device_buffer(rp::span<const rp::listmode_event>(ev.data(), n), s);
   gpu::device_buffer<std::int32_t> d_pairs(2 * n, s);
   gpu::device_buffer<std::int16_t> d_bins(n, s);
   gpu::split_events(d_ev.cspan(), d_pairs.span(), d_bins.span(), s);
@@ -152,10 +153,10 @@ TEST_F(gpu_test, conversion_round_trips) {
   EXPECT_EQ(bins, host_bins);
 
   // Pack back on the device: equal to the host packing of the same arrays.
-  gpu::device_buffer<rs::listmode_event> d_packed(n, s);
+  gpu::device_buffer<rp::listmode_event> d_packed(n, s);
   gpu::pack_events(d_pairs.cspan(), d_bins.cspan(), d_packed.span(), s);
-  std::vector<rs::listmode_event> packed(n);
-  d_packed.copy_to_host(rp::span<rs::listmode_event>(packed.data(), n), s);
+  std::vector<rp::listmode_event> packed(n);
+  d_packed.copy_to_host(rp::span<rp::listmode_event>(packed.data(), n), s);
   s.synchronize();
   const auto host_packed =
       rs::pack_events(rp::span<const std::int32_t>(pairs.data(), 2 * n),
@@ -176,7 +177,7 @@ TEST_F(gpu_test, conversion_round_trips) {
   // Without bins: bins are not written / packed as 0.
   gpu::split_events(d_ev.cspan(), d_pairs.span(), {}, s);
   gpu::pack_events(d_pairs.cspan(), {}, d_packed.span(), s);
-  d_packed.copy_to_host(rp::span<rs::listmode_event>(packed.data(), n), s);
+  d_packed.copy_to_host(rp::span<rp::listmode_event>(packed.data(), n), s);
   s.synchronize();
   for (std::size_t i = 0; i < n; i += 997)
     EXPECT_EQ(packed[i].tof_bin(), 0);
@@ -184,15 +185,15 @@ TEST_F(gpu_test, conversion_round_trips) {
 
 TEST_F(gpu_test, listmode_events_bad_arguments) {
   gpu::stream s;
-  gpu::device_buffer<rs::listmode_event> d_ev(4, s);
+  gpu::device_buffer<rp::listmode_event> d_ev(4, s);
   gpu::device_buffer<std::int32_t> d_pairs(8, s);
   gpu::device_buffer<std::int16_t> d_bins(4, s);
-  std::vector<rs::listmode_event> host_ev(4);
+  std::vector<rp::listmode_event> host_ev(4);
   rt::expect_invalid([&] { gpu::validate_events(d_ev.cspan(), -1, 3, s); },
                      "num_detectors");
   rt::expect_invalid(
       [&] {
-        gpu::validate_events(rp::span<const rs::listmode_event>(host_ev.data(), 4), 5, 3,
+        gpu::validate_events(rp::span<const rp::listmode_event>(host_ev.data(), 4), 5, 3,
                              s);
       },
       "events");
@@ -206,7 +207,7 @@ TEST_F(gpu_test, listmode_events_bad_arguments) {
         gpu::validate_events(d_pairs.cspan(), d_bins.cspan().subspan(0, 3), 5, 3, s);
       },
       "tof_bins");
-  gpu::device_buffer<rs::event_check_result> d_res(1, s);
+  gpu::device_buffer<rp::event_check_result> d_res(1, s);
   rt::expect_invalid(
       [&] { gpu::validate_events(d_ev.cspan(), 5, 3, nullptr, 0, d_res.data(), s); },
       "workspace_bytes");

@@ -12,12 +12,16 @@
 #include <vector>
 
 #include "common/expect.hpp"
+#include "resproj/core/listmode_event.hpp"
 #include "resproj/scanner/dmi.hpp"
 #include "resproj/scanner/listmode.hpp"
 
 namespace rs = resproj::scanner;
 using resproj::span;
 
+// The record lives in core; the scanner names are aliases of it.
+static_assert(std::is_same_v<rs::listmode_event, resproj::listmode_event>);
+static_assert(std::is_same_v<rs::event_check_result, resproj::event_check_result>);
 static_assert(sizeof(rs::listmode_event) == 10);
 static_assert(alignof(rs::listmode_event) == 1);
 static_assert(sizeof(rs::listmode_event[7]) == 70); // no padding in arrays

@@ -1,11 +1,13 @@
 /// @file
-/// @brief `device_buffer<T>`: owning, stream-ordered, typed device memory.
+/// @brief `device_buffer<T>`: owning, stream-ordered, typed device memory,
+/// and `make_device_buffer`. Its fill and its capture-aware allocation and
+/// release live in gpu/detail/buffer_fill.cuh and gpu/buffer_storage.cuh
+/// (both included).
 #pragma once
 
-#include <cuda_runtime.h> // cudaLaunchKernelEx (C++ template form)
+#include <cuda_runtime.h>
 
 #include <cstddef>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -14,124 +16,14 @@
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/span.hpp"
+#include "resproj/gpu/buffer_storage.cuh"
+#include "resproj/gpu/detail/buffer_fill.cuh"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/error.cuh"
-#include "resproj/gpu/memory_pool.cuh"
 #include "resproj/gpu/stream.cuh"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
-namespace detail {
-
-/// Unsigned word used to move an element of alignment `Align`.
-template <std::size_t Align> struct fill_word { using type = unsigned long long; };
-template <> struct fill_word<1> { using type = unsigned char; };
-template <> struct fill_word<2> { using type = unsigned short; };
-template <> struct fill_word<4> { using type = unsigned int; };
-
-/// The object representation of an element of size `Size` and alignment
-/// `Align`. Filling writes representations (exact for trivially copyable
-/// types), so the kernel is instantiated per (size, alignment) only, never
-/// for a user's type: fewer instantiations, and kernel symbols that can be
-/// hidden (a type with internal linkage would forbid that).
-template <std::size_t Size, std::size_t Align> struct alignas(Align) element_bytes {
-  using word = typename fill_word<(Align < 8 ? Align : 8)>::type;
-  static_assert(Size % sizeof(word) == 0, "size must be a multiple of the word");
-  word words[Size / sizeof(word)];
-};
-
-/// Grid-stride fill: `data[i] = value` for i < count.
-template <class E>
-RESPROJ_KERNEL void buffer_fill_kernel(E *data, std::size_t count, E value) {
-  const std::size_t stride = std::size_t(blockDim.x) * gridDim.x;
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride)
-    data[i] = value;
-}
-
-/// Queues `data[0, count) = value` on `stream` (the current device must be
-/// the stream's). A value whose bytes are all equal (zero, all-ones, ...) is
-/// written with `cudaMemsetAsync`; anything else with a small grid-stride
-/// kernel launched by `cudaLaunchKernelEx`, whose own return code is checked
-/// (a stale error of someone else's earlier call cannot be mistaken for a
-/// failure of this launch, which a `cudaPeekAtLastError` after `<<<>>>`, as
-/// CUB does, would do). Capturable; never synchronises.
-/// @throws gpu_error on failure.
-template <class T>
-void fill_async(T *data, std::size_t count, const T &value, cudaStream_t stream) {
-  if (count == 0)
-    return;
-  unsigned char bytes[sizeof(T)];
-  std::memcpy(bytes, &value, sizeof(T));
-  bool uniform = true;
-  for (std::size_t k = 1; k < sizeof(T); ++k)
-    uniform = uniform && bytes[k] == bytes[0];
-  if (uniform) {
-    RESPROJ_CUDA_TRY(cudaMemsetAsync(data, bytes[0], count * sizeof(T), stream));
-    return;
-  }
-  using element = element_bytes<sizeof(T), alignof(T)>;
-  static_assert(sizeof(element) == sizeof(T) && alignof(element) == alignof(T));
-  element representation;
-  std::memcpy(&representation, &value, sizeof(T));
-  constexpr unsigned threads = 256;
-  constexpr std::size_t max_blocks = 4096; // grid-stride covers the rest
-  std::size_t blocks = (count + threads - 1) / threads;
-  if (blocks > max_blocks)
-    blocks = max_blocks;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(threads);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  config.attrs = nullptr;
-  config.numAttrs = 0;
-  RESPROJ_CUDA_TRY(cudaLaunchKernelEx(&config, buffer_fill_kernel<element>,
-                                      reinterpret_cast<element *>(data), count,
-                                      representation));
-}
-
-/// Stream-ordered free of a `device_buffer` allocation, safe during graph
-/// capture (see `device_buffer`'s class comment). Never throws, leaves no
-/// stale error.
-/// @param allocation_capture  capture id at allocation time (0: allocated
-///                            outside any capture).
-inline void free_stream_ordered(void *pointer, int device, cudaStream_t stream,
-                                unsigned long long allocation_capture) noexcept {
-  device_guard guard(device, std::nothrow);
-  capture_state capture;
-  if (discard_error(query_capture(stream, capture)) != cudaSuccess)
-    return; // the stream is unusable (destroyed before the buffer?): leak
-  const bool same_capture = allocation_capture != 0 && allocation_capture == capture.id;
-  switch (capture.status) {
-  case cudaStreamCaptureStatusNone: {
-    drain_deferred_frees(stream);
-    // relaxed: another stream (of any thread) may be capturing in global mode
-    relaxed_capture_scope relaxed;
-    RESPROJ_CUDA_TRY_NOTHROW(cudaFreeAsync(pointer, stream));
-    return;
-  }
-  case cudaStreamCaptureStatusActive:
-    if (same_capture) // graph allocation of this capture: record a free node
-      RESPROJ_CUDA_TRY_NOTHROW(cudaFreeAsync(pointer, stream));
-    else // touching the capturing stream would be wrong: free it later
-      park_allocation(pointer, device, stream);
-    return;
-  default:             // cudaStreamCaptureStatusInvalidated
-    if (!same_capture) // (a graph allocation of the dead capture dies with it)
-      park_allocation(pointer, device, stream);
-    return;
-  }
-}
-
-[[noreturn]] inline void throw_too_small(const char *argument, std::size_t holds,
-                                         std::size_t needs) {
-  throw invalid_argument(argument, "too small: holds " + std::to_string(holds) +
-                                       " elements, needs " + std::to_string(needs));
-}
-
-} // namespace detail
-
 /// Owning, typed device memory, allocated and freed in stream order
 /// (`cudaMallocAsync`/`cudaFreeAsync`) on the stream it was created with,
 /// from the device's memory pool (see memory_pool.cuh). Move-only. Contents
@@ -223,38 +115,13 @@ public:
     if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
       throw invalid_argument("count",
                              std::to_string(count) + " elements overflow the byte size");
-    const int device = current_device();
-    detail::capture_state capture;
-    RESPROJ_CUDA_TRY(detail::query_capture(s.get(), capture));
-    const bool capturing = capture.status != cudaStreamCaptureStatusNone;
-#if CUDART_VERSION >= 12080
-    if (!capturing) { // (cudaStreamGetDevice is refused on a capturing stream)
-      int stream_device = -1;
-      RESPROJ_CUDA_TRY(cudaStreamGetDevice(s.get(), &stream_device));
-      if (stream_device != device)
-        throw invalid_argument(
-            "stream", "belongs to device " + std::to_string(stream_device) +
-                          " but the current device is " + std::to_string(device) +
-                          "; allocate with the stream's device current");
-    }
-#endif
-    device_ = device;
-    stream_ = s.get();
-    if (count == 0)
-      return;
-    detail::ensure_pool_configured(device);
-    void *pointer = nullptr;
-    if (capturing) { // recorded as a graph allocation node
-      RESPROJ_CUDA_TRY(cudaMallocAsync(&pointer, count * sizeof(T), stream_));
-    } else {
-      detail::drain_deferred_frees(stream_); // reuse parked memory first
-      // relaxed: another stream (of any thread) may be capturing in global mode
-      detail::relaxed_capture_scope relaxed;
-      RESPROJ_CUDA_TRY(cudaMallocAsync(&pointer, count * sizeof(T), stream_));
-    }
-    data_ = static_cast<T *>(pointer);
+    const detail::stream_ordered_allocation a =
+        detail::allocate_stream_ordered(count * sizeof(T), s);
+    data_ = static_cast<T *>(a.pointer);
     size_ = count;
-    capture_id_ = capture.status == cudaStreamCaptureStatusActive ? capture.id : 0;
+    device_ = a.device;
+    stream_ = a.stream;
+    capture_id_ = a.capture_id;
   }
 
   /// Frees stream-ordered on the buffer's stream and device; never throws,
@@ -334,13 +201,13 @@ public:
   void copy_from_host(::resproj::span<const T> src, stream_ref s) {
     detail::require_explicit_stream(s, "stream");
     if (src.size() < size_)
-      detail::throw_too_small("src", src.size(), size_);
+      throw_too_small("src", src.size(), size_);
     upload(src.data(), size_, 0, s);
   }
   /// As above, on the buffer's own stream.
   void copy_from_host(::resproj::span<const T> src) {
     if (src.size() < size_)
-      detail::throw_too_small("src", src.size(), size_);
+      throw_too_small("src", src.size(), size_);
     upload(src.data(), size_, 0, stream());
   }
   /// Copies `src[0, count)` into elements `[offset, offset + count)`.
@@ -350,7 +217,7 @@ public:
                       stream_ref s) {
     detail::require_explicit_stream(s, "stream");
     if (src.size() < count)
-      detail::throw_too_small("src", src.size(), count);
+      throw_too_small("src", src.size(), count);
     upload(src.data(), count, offset, s);
   }
 
@@ -376,13 +243,13 @@ public:
   void copy_to_host(::resproj::span<T> dst, stream_ref s) const {
     detail::require_explicit_stream(s, "stream");
     if (dst.size() < size_)
-      detail::throw_too_small("dst", dst.size(), size_);
+      throw_too_small("dst", dst.size(), size_);
     download(dst.data(), size_, 0, s);
   }
   /// As above, on the buffer's own stream.
   void copy_to_host(::resproj::span<T> dst) const {
     if (dst.size() < size_)
-      detail::throw_too_small("dst", dst.size(), size_);
+      throw_too_small("dst", dst.size(), size_);
     download(dst.data(), size_, 0, stream());
   }
   /// Copies elements `[offset, offset + count)` into `dst[0, count)`.
@@ -392,7 +259,7 @@ public:
                     stream_ref s) const {
     detail::require_explicit_stream(s, "stream");
     if (dst.size() < count)
-      detail::throw_too_small("dst", dst.size(), count);
+      throw_too_small("dst", dst.size(), count);
     download(dst.data(), count, offset, s);
   }
 
@@ -431,6 +298,12 @@ public:
   }
 
 private:
+  [[noreturn]] static void throw_too_small(const char *argument, std::size_t holds,
+                                           std::size_t needs) {
+    throw invalid_argument(argument, "too small: holds " + std::to_string(holds) +
+                                         " elements, needs " + std::to_string(needs));
+  }
+
   void check_range(std::size_t count, std::size_t offset) const {
     if (offset > size_)
       throw invalid_argument("offset", std::to_string(offset) +
@@ -497,22 +370,6 @@ device_buffer<std::remove_const_t<T>> make_device_buffer(::resproj::span<T> host
   device_buffer<value_type> buffer(host.size(), s);
   buffer.copy_from_host(::resproj::span<const value_type>(host.data(), host.size()), s);
   return buffer;
-}
-
-/// Frees, stream-ordered on `s`, the allocations of `device_buffer`s that
-/// were destroyed while `s` was being captured (see `device_buffer`). Call it
-/// before destroying a stream of your own (a `gpu::stream` does this itself)
-/// or to return the memory early. Does not block.
-/// @throws invalid_argument("stream") for the legacy default stream or while
-///         `s` is capturing; gpu_error if the capture state cannot be read.
-inline void flush_deferred_frees(stream_ref s) {
-  detail::require_explicit_stream(s, "stream");
-  detail::capture_state capture;
-  RESPROJ_CUDA_TRY(detail::query_capture(s.get(), capture));
-  if (capture.status != cudaStreamCaptureStatusNone)
-    throw invalid_argument("stream", "is being captured; flush deferred frees "
-                                     "after the capture has ended");
-  detail::drain_deferred_frees(s.get());
 }
 
 } // namespace gpu

@@ -2,7 +2,7 @@
 /// @brief List-mode event records on the device: validation against a
 /// detector table size and a TOF bin count (CUB reduction: how many events
 /// are invalid and the first one), and conversion between packed 10-byte
-/// `scanner::listmode_event` records and the projectors' split arrays
+/// `listmode_event` records and the projectors' split arrays
 /// (detector pairs as int32 x 2, TOF bins as int16).
 ///
 ///   std::size_t bytes = gpu::validate_events_workspace_bytes(n);
@@ -23,12 +23,13 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/listmode_event.hpp"
 #include "resproj/core/span.hpp"
+#include "resproj/gpu/detail/check_device_span.cuh"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/launch.cuh"
-#include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/scanner/listmode.hpp"
 
@@ -39,15 +40,15 @@ namespace detail {
 /// One event's contribution to the validation reduction: (1, i) if event i
 /// is invalid, (0, count) otherwise.
 struct event_check_packed {
-  const scanner::listmode_event *events;
+  const listmode_event *events;
   std::int64_t num_detectors;
   int num_tof_bins;
   std::size_t count;
-  RESPROJ_HD scanner::event_check_result operator()(std::size_t i) const {
-    const scanner::listmode_event e = events[i];
+  RESPROJ_HD event_check_result operator()(std::size_t i) const {
+    const listmode_event e = events[i];
     const bool ok = scanner::event_is_valid(e.detector_a(), e.detector_b(), e.tof_bin(),
                                             num_detectors, num_tof_bins);
-    scanner::event_check_result r;
+    event_check_result r;
     r.num_invalid = ok ? 0 : 1;
     r.first_invalid = ok ? count : i;
     return r;
@@ -61,11 +62,11 @@ struct event_check_split {
   std::int64_t num_detectors;
   int num_tof_bins;
   std::size_t count;
-  RESPROJ_HD scanner::event_check_result operator()(std::size_t i) const {
+  RESPROJ_HD event_check_result operator()(std::size_t i) const {
     const bool ok = scanner::event_is_valid(
         pairs[2 * i], pairs[2 * i + 1], bins != nullptr ? int(bins[i]) : 0, num_detectors,
         bins != nullptr ? num_tof_bins : 0);
-    scanner::event_check_result r;
+    event_check_result r;
     r.num_invalid = ok ? 0 : 1;
     r.first_invalid = ok ? count : i;
     return r;
@@ -74,10 +75,9 @@ struct event_check_split {
 
 /// Combines two partial results: counts add, the first index is the least.
 struct event_check_combine {
-  RESPROJ_HD scanner::event_check_result
-  operator()(const scanner::event_check_result &a,
-             const scanner::event_check_result &b) const {
-    scanner::event_check_result r;
+  RESPROJ_HD event_check_result operator()(const event_check_result &a,
+                                           const event_check_result &b) const {
+    event_check_result r;
     r.num_invalid = a.num_invalid + b.num_invalid;
     r.first_invalid =
         a.first_invalid < b.first_invalid ? a.first_invalid : b.first_invalid;
@@ -92,9 +92,8 @@ template <class F> auto event_check_iterator(const F &f) {
 /// Runs the reduction (or, with temp == nullptr, sizes it).
 template <class F>
 void event_check_reduce(void *temp, std::size_t &temp_bytes, const F &f,
-                        scanner::event_check_result *d_result, std::size_t count,
-                        cudaStream_t s) {
-  scanner::event_check_result init;
+                        event_check_result *d_result, std::size_t count, cudaStream_t s) {
+  event_check_result init;
   init.num_invalid = 0;
   init.first_invalid = count;
   RESPROJ_CUDA_TRY(cub::DeviceReduce::Reduce(temp, temp_bytes, event_check_iterator(f),
@@ -104,8 +103,7 @@ void event_check_reduce(void *temp, std::size_t &temp_bytes, const F &f,
 
 inline void check_validation_args(std::int64_t num_detectors, const void *workspace,
                                   std::size_t workspace_bytes, std::size_t needed,
-                                  const scanner::event_check_result *d_result,
-                                  int device) {
+                                  const event_check_result *d_result, int device) {
   scanner::detail::check_validation_sizes(num_detectors);
   if (d_result == nullptr)
     resproj::detail::throw_invalid("result", "null pointer");
@@ -120,9 +118,8 @@ inline void check_validation_args(std::int64_t num_detectors, const void *worksp
 }
 
 /// The result of validating no events: (0, 0).
-inline void write_empty_result(scanner::event_check_result *result, stream_ref s) {
-  RESPROJ_CUDA_TRY(
-      cudaMemsetAsync(result, 0, sizeof(scanner::event_check_result), s.get()));
+inline void write_empty_result(event_check_result *result, stream_ref s) {
+  RESPROJ_CUDA_TRY(cudaMemsetAsync(result, 0, sizeof(event_check_result), s.get()));
 }
 
 /// Splits the pair / bin array sizes of split-array calls: returns the
@@ -199,10 +196,10 @@ inline std::size_t validate_events_workspace_bytes(std::size_t count) {
 ///         "workspace_bytes", "result", "stream") before anything is enqueued;
 ///         gpu_error on CUDA failures.
 /// Asynchronous; no allocation; graph-capturable.
-inline void validate_events(span<const scanner::listmode_event> events,
-                            std::int64_t num_detectors, int num_tof_bins, void *workspace,
-                            std::size_t workspace_bytes,
-                            scanner::event_check_result *result, stream_ref s) {
+inline void validate_events(span<const listmode_event> events, std::int64_t num_detectors,
+                            int num_tof_bins, void *workspace,
+                            std::size_t workspace_bytes, event_check_result *result,
+                            stream_ref s) {
   detail::require_explicit_stream(s, "stream");
   const int device = current_device();
   const std::size_t n = events.size();
@@ -232,8 +229,8 @@ inline void validate_events(span<const scanner::listmode_event> events,
 inline void validate_events(span<const std::int32_t> pairs,
                             span<const std::int16_t> tof_bins, std::int64_t num_detectors,
                             int num_tof_bins, void *workspace,
-                            std::size_t workspace_bytes,
-                            scanner::event_check_result *result, stream_ref s) {
+                            std::size_t workspace_bytes, event_check_result *result,
+                            stream_ref s) {
   detail::require_explicit_stream(s, "stream");
   const int device = current_device();
   const std::size_t n = detail::split_event_count(pairs.size(), tof_bins.size());
@@ -264,16 +261,16 @@ inline void validate_events(span<const std::int32_t> pairs,
 /// result on the host. ALLOCATES its workspace (stream-ordered) and is
 /// HOST-BLOCKING (synchronises `s`); use the workspace form in hot loops.
 /// @throws as the asynchronous form.
-inline scanner::event_check_result
-validate_events(span<const scanner::listmode_event> events, std::int64_t num_detectors,
-                int num_tof_bins, stream_ref s) {
+inline event_check_result validate_events(span<const listmode_event> events,
+                                          std::int64_t num_detectors, int num_tof_bins,
+                                          stream_ref s) {
   detail::require_explicit_stream(s, "stream");
   const std::size_t bytes = validate_events_workspace_bytes(events.size());
   device_buffer<unsigned char> ws(bytes, s);
-  device_buffer<scanner::event_check_result> d_result(1, s);
+  device_buffer<event_check_result> d_result(1, s);
   validate_events(events, num_detectors, num_tof_bins, ws.data(), bytes, d_result.data(),
                   s);
-  scanner::event_check_result r;
+  event_check_result r;
   d_result.copy_to_host(&r, 1, 0, s);
   s.synchronize();
   return r;
@@ -281,18 +278,18 @@ validate_events(span<const scanner::listmode_event> events, std::int64_t num_det
 
 /// Convenience form for split device arrays (see above). ALLOCATES and is
 /// HOST-BLOCKING. @throws as the asynchronous form.
-inline scanner::event_check_result validate_events(span<const std::int32_t> pairs,
-                                                   span<const std::int16_t> tof_bins,
-                                                   std::int64_t num_detectors,
-                                                   int num_tof_bins, stream_ref s) {
+inline event_check_result validate_events(span<const std::int32_t> pairs,
+                                          span<const std::int16_t> tof_bins,
+                                          std::int64_t num_detectors, int num_tof_bins,
+                                          stream_ref s) {
   detail::require_explicit_stream(s, "stream");
   const std::size_t n = detail::split_event_count(pairs.size(), tof_bins.size());
   const std::size_t bytes = validate_events_workspace_bytes(n);
   device_buffer<unsigned char> ws(bytes, s);
-  device_buffer<scanner::event_check_result> d_result(1, s);
+  device_buffer<event_check_result> d_result(1, s);
   validate_events(pairs, tof_bins, num_detectors, num_tof_bins, ws.data(), bytes,
                   d_result.data(), s);
-  scanner::event_check_result r;
+  event_check_result r;
   d_result.copy_to_host(&r, 1, 0, s);
   s.synchronize();
   return r;
@@ -305,9 +302,8 @@ inline scanner::event_check_result validate_events(span<const std::int32_t> pair
 /// @throws invalid_argument ("events", "pairs", "tof_bins", "stream") for
 ///         null, host or too-small arrays, before anything is enqueued.
 /// Asynchronous; no allocation; graph-capturable.
-inline void split_events(span<const scanner::listmode_event> events,
-                         span<std::int32_t> pairs, span<std::int16_t> tof_bins,
-                         stream_ref s) {
+inline void split_events(span<const listmode_event> events, span<std::int32_t> pairs,
+                         span<std::int16_t> tof_bins, stream_ref s) {
   detail::require_explicit_stream(s, "stream");
   const int device = current_device();
   const std::size_t n = events.size();
@@ -321,8 +317,8 @@ inline void split_events(span<const scanner::listmode_event> events,
     resproj::detail::throw_invalid("pairs", "null pointer");
   if (!tof_bins.empty() && tof_bins.data() == nullptr)
     resproj::detail::throw_invalid("tof_bins", "null pointer");
-  detail::launch(detail::split_events_kernel<scanner::listmode_event>, (n + 255) / 256,
-                 256, s, "split_events_kernel", events.data(), n, pairs.data(),
+  detail::launch(detail::split_events_kernel<listmode_event>, (n + 255) / 256, 256, s,
+                 "split_events_kernel", events.data(), n, pairs.data(),
                  tof_bins.empty() ? static_cast<std::int16_t *>(nullptr)
                                   : tof_bins.data());
 }
@@ -335,7 +331,7 @@ inline void split_events(span<const scanner::listmode_event> events,
 ///         size, "events" too small, "stream") before anything is enqueued.
 /// Asynchronous; no allocation; graph-capturable.
 inline void pack_events(span<const std::int32_t> pairs, span<const std::int16_t> tof_bins,
-                        span<scanner::listmode_event> events, stream_ref s) {
+                        span<listmode_event> events, stream_ref s) {
   detail::require_explicit_stream(s, "stream");
   const int device = current_device();
   const std::size_t n = detail::split_event_count(pairs.size(), tof_bins.size());
@@ -347,8 +343,8 @@ inline void pack_events(span<const std::int32_t> pairs, span<const std::int16_t>
   detail::check_device_span(tof_bins.data(), tof_bins.size(), tof_bins.size(), "tof_bins",
                             device);
   detail::check_device_span(events.data(), events.size(), n, "events", device);
-  detail::launch(detail::pack_events_kernel<scanner::listmode_event>, (n + 255) / 256,
-                 256, s, "pack_events_kernel", pairs.data(),
+  detail::launch(detail::pack_events_kernel<listmode_event>, (n + 255) / 256, 256, s,
+                 "pack_events_kernel", pairs.data(),
                  tof_bins.empty() ? static_cast<const std::int16_t *>(nullptr)
                                   : tof_bins.data(),
                  n, events.data());

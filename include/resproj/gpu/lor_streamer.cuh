@@ -1,38 +1,32 @@
 /// @file
 /// @brief `lor_streamer<T>`: projection of LORs that live in host memory
 /// (STIR-style callers), streamed through preallocated pinned and device
-/// staging with the copy of one chunk overlapping the compute of another.
+/// staging with the copy of one chunk overlapping the compute of another
+/// (the staging pipeline is gpu/detail/streamer_pipeline.cuh).
 /// Same call shape as the resident projectors:
 ///
 ///     streamer.forward(operation, image, host_lors, host_out, stream);
 ///     streamer.back(operation, image, host_lors, host_values, stream);
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <memory>
 #include <string>
-#include <thread>
 #include <type_traits>
-#include <vector>
 
 #include <cuda_runtime.h>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/listmode_event.hpp"
 #include "resproj/core/lor_sources.hpp"
 #include "resproj/core/operations.hpp"
 #include "resproj/core/span.hpp"
-#include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
-#include "resproj/gpu/detail/parallel_copy.hpp"
+#include "resproj/gpu/detail/streamer_pipeline.cuh"
 #include "resproj/gpu/device.cuh"
-#include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/error.cuh"
-#include "resproj/gpu/event.cuh"
 #include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/listmode_events.cuh"
 #include "resproj/gpu/pinned_buffer.cuh"
@@ -127,27 +121,12 @@ public:
   ///         gpu_out_of_memory if staging cannot be allocated.
   /// Synchronises the new streams once (allocation is complete on return).
   explicit lor_streamer(std::size_t max_chunk, int slots = 3, int copy_threads = -1)
-      : max_chunk_(max_chunk), device_(current_device()) {
+      : pipeline_(max_chunk, slots, copy_threads) {
     tuning_.check_pointers = false; // staging is ours; the rest is checked per call
-    if (max_chunk == 0)
-      resproj::detail::throw_invalid("max_chunk", "must be > 0");
-    if (slots < 2)
-      resproj::detail::throw_invalid("slots",
-                                     "must be >= 2 (got " + std::to_string(slots) + ")");
-    slots_.reserve(std::size_t(slots));
-    for (int i = 0; i < slots; ++i)
-      slots_.emplace_back(max_chunk);
-    for (auto &sl : slots_)
-      sl.stream.synchronize();
-    if (copy_threads < 0)
-      copy_threads =
-          int(std::min(4u, std::max(1u, std::thread::hardware_concurrency() / 2)));
-    copier_ = std::make_unique<detail::parallel_copier>(
-        unsigned(copy_threads > 0 ? copy_threads - 1 : 0));
   }
 
-  std::size_t max_chunk() const noexcept { return max_chunk_; }
-  int device() const noexcept { return device_; }
+  std::size_t max_chunk() const noexcept { return pipeline_.max_chunk(); }
+  int device() const noexcept { return pipeline_.device(); }
 
   /// Forward projection of host LORs: the operation's values of every LOR
   /// (`op::tof_sinogram`: `[lor][bin]`) into `host_out`.
@@ -194,7 +173,8 @@ public:
   }
 
 private:
-  struct slot;
+  using slot = detail::streamer_slot<T>;
+  using pipeline = detail::streamer_pipeline<T>;
 
   // Host LOR sources. Each names its host arrays (`lors`, for the shared
   // check), checks where they live (`check_residency`), says which staging
@@ -206,14 +186,14 @@ private:
   struct end_point_source {
     static constexpr bool pairs = false, events = false;
     lor_view<const T> lors;
-    void check_residency(const lor_streamer &) const {
+    void check_residency(int) const {
       require_host_pointer(lors.starts, "host_lors.starts");
       require_host_pointer(lors.ends, "host_lors.ends");
     }
-    lor_view<const T> stage(lor_streamer &st, slot &sl, std::size_t first,
+    lor_view<const T> stage(pipeline &p, slot &sl, std::size_t first,
                             std::size_t n) const {
-      st.stage(sl, lors.starts, 3 * first, 3 * n, sl.h_starts.data(), sl.d_starts.data());
-      st.stage(sl, lors.ends, 3 * first, 3 * n, sl.h_ends.data(), sl.d_ends.data());
+      p.stage(sl, lors.starts, 3 * first, 3 * n, sl.h_starts.data(), sl.d_starts.data());
+      p.stage(sl, lors.ends, 3 * first, 3 * n, sl.h_ends.data(), sl.d_ends.data());
       return lor_view<const T>(sl.d_starts.data(), sl.d_ends.data(), n, lors.layout);
     }
   };
@@ -223,13 +203,13 @@ private:
   struct pair_source {
     static constexpr bool pairs = true, events = false;
     detector_pairs<T> lors;
-    void check_residency(const lor_streamer &st) const {
-      require_device_pointer(lors.detectors, st.device_, "host_lors.detectors");
+    void check_residency(int device) const {
+      require_device_pointer(lors.detectors, device, "host_lors.detectors");
       require_host_pointer(lors.pairs, "host_lors.pairs");
     }
-    detector_pairs<T> stage(lor_streamer &st, slot &sl, std::size_t first,
+    detector_pairs<T> stage(pipeline &p, slot &sl, std::size_t first,
                             std::size_t n) const {
-      st.stage(sl, lors.pairs, 2 * first, 2 * n, sl.h_pairs.data(), sl.d_pairs.data());
+      p.stage(sl, lors.pairs, 2 * first, 2 * n, sl.h_pairs.data(), sl.d_pairs.data());
       return detector_pairs<T>(lors.detectors, lors.num_detectors, sl.d_pairs.data(), n,
                                lors.layout);
     }
@@ -241,16 +221,16 @@ private:
     static constexpr bool pairs = true, events = true;
     scanner::listmode_records<T> lors;
     bool with_bins;
-    void check_residency(const lor_streamer &st) const {
-      require_device_pointer(lors.detectors, st.device_, "host_lors.detectors");
+    void check_residency(int device) const {
+      require_device_pointer(lors.detectors, device, "host_lors.detectors");
       require_host_pointer(lors.events, "host_lors.events");
     }
-    detector_pairs<T> stage(lor_streamer &st, slot &sl, std::size_t first,
+    detector_pairs<T> stage(pipeline &p, slot &sl, std::size_t first,
                             std::size_t n) const {
-      st.stage(sl, lors.events, first, n, sl.h_events.data(), sl.d_events.data());
-      detail::launch(detail::split_events_kernel<scanner::listmode_event>,
-                     (n + 255) / 256, 256, sl.stream, "split_events_kernel",
-                     sl.d_events.data(), n, sl.d_pairs.data(),
+      p.stage(sl, lors.events, first, n, sl.h_events.data(), sl.d_events.data());
+      detail::launch(detail::split_events_kernel<listmode_event>, (n + 255) / 256, 256,
+                     sl.stream, "split_events_kernel", sl.d_events.data(), n,
+                     sl.d_pairs.data(),
                      with_bins ? sl.d_bins.data() : static_cast<std::int16_t *>(nullptr));
       return detector_pairs<T>(lors.detectors, lors.num_detectors, sl.d_pairs.data(), n,
                                lors.layout);
@@ -277,9 +257,9 @@ private:
     const std::size_t per_lor = o.values_per_lor();
     if (src.lors.count == 0)
       return;
-    reserve(o, src, per_lor);
+    pipeline_.reserve(per_lor, staging_of(o, src));
     run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
-      const Op chunk = stage_operation(sl, o, first, n);
+      const Op chunk = pipeline_.stage_operation(sl, o, first, n);
       const std::size_t m = n * per_lor;
       const bool direct = out_pinned_;
       T *dst = direct ? host_out.data() + first * per_lor : sl.h_data.data();
@@ -299,12 +279,12 @@ private:
     const std::size_t per_lor = o.values_per_lor();
     if (src.lors.count == 0)
       return;
-    reserve(o, src, per_lor);
+    pipeline_.reserve(per_lor, staging_of(o, src));
     run(src, s, [&](slot &sl, const auto &lors, std::size_t first, std::size_t n) {
-      const Op chunk = stage_operation(sl, o, first, n);
+      const Op chunk = pipeline_.stage_operation(sl, o, first, n);
       const std::size_t m = n * per_lor;
-      stage(sl, host_values.data(), first * per_lor, m, sl.h_data.data(),
-            sl.d_data.data());
+      pipeline_.stage(sl, host_values.data(), first * per_lor, m, sl.h_data.data(),
+                      sl.d_data.data());
       gpu::back(chunk, image, lors, sl.d_data.cspan().subspan(0, m), sl.stream, tuning_);
       sl.pending_out = nullptr;
       sl.pending_count = 0;
@@ -320,141 +300,40 @@ private:
     detail::require_explicit_stream(s, "stream");
     if (image.data == nullptr)
       resproj::detail::throw_invalid("image.data", "null pointer");
-    if (image.device != device_)
-      resproj::detail::throw_invalid("image",
-                                     "on device " + std::to_string(image.device) +
-                                         ", the streamer's staging is on device " +
-                                         std::to_string(device_));
+    const int device = pipeline_.device();
+    if (image.device != device)
+      resproj::detail::throw_invalid(
+          "image", "on device " + std::to_string(image.device) +
+                       ", the streamer's staging is on device " + std::to_string(device));
     require_device_pointer(image.data, image.device, "image.data");
     src.lors.check("host_lors"); // null host LOR arrays, named as the argument
     detail::check_streamed_projection(o, image.geometry, src.lors, size, data, name);
     if (src.lors.count == 0)
       return;
-    src.check_residency(*this);
+    src.check_residency(device);
     resproj::detail::for_each_operation_region(
         o, [](const void *p, const char *region) { require_host_pointer(p, region); });
     require_host_pointer(data, name);
     out_pinned_ = is_pinned(data);
   }
 
-  /// Allocates the staging a call needs, once (the values staging grows
-  /// when a call needs more values per LOR than before).
-  template <class Op, class Src>
-  void reserve(const Op &o, const Src &, std::size_t per_lor) {
-    const std::size_t n = max_chunk_;
-    const op_staging need = staging_of(o);
-    const device_guard guard(device_);
-    for (auto &sl : slots_) {
-      grow(sl, sl.d_data, sl.h_data, n * per_lor);
-      if (Src::pairs)
-        grow(sl, sl.d_pairs, sl.h_pairs, 2 * n);
-      if (Src::events)
-        grow(sl, sl.d_events, sl.h_events, n);
-      if (need.bins)
-        grow(sl, sl.d_bins, sl.h_bins, n);
-      if (need.sigmas)
-        grow(sl, sl.d_sigmas, sl.h_sigmas, n);
-      if (need.offsets)
-        grow(sl, sl.d_offsets, sl.h_offsets, n);
-    }
+  /// The staging a call needs: the source's pairs / records, the
+  /// operation's per-LOR TOF arrays and bins (staged from the operation or
+  /// split from the records).
+  template <class Src>
+  static detail::streamer_staging staging_of(const op::non_tof &, const Src &) {
+    return {Src::pairs, Src::events, false, false, false};
   }
-
-  template <class E>
-  static void grow(slot &sl, device_buffer<E> &d, pinned_buffer<E> &h, std::size_t n) {
-    if (d.size() >= n)
-      return;
-    d = device_buffer<E>(n, sl.stream);
-    h = pinned_buffer<E>(n);
+  template <class Src>
+  static detail::streamer_staging staging_of(const op::tof_sinogram<T> &o, const Src &) {
+    return {Src::pairs, Src::events, !o.tof.sigmas.empty(), !o.tof.center_offsets.empty(),
+            false};
   }
-
-  /// Per-LOR staging of an operation: TOF sigmas, centre offsets, bins
-  /// (staged from the operation or split from the records).
-  struct op_staging {
-    bool sigmas = false, offsets = false, bins = false;
-  };
-  static op_staging staging_of(const op::non_tof &) { return {}; }
-  static op_staging staging_of(const op::tof_sinogram<T> &o) {
-    return {!o.tof.sigmas.empty(), !o.tof.center_offsets.empty(), false};
+  template <class Src>
+  static detail::streamer_staging staging_of(const op::tof_listmode<T> &o, const Src &) {
+    return {Src::pairs, Src::events, !o.tof.sigmas.empty(), !o.tof.center_offsets.empty(),
+            true};
   }
-  static op_staging staging_of(const op::tof_listmode<T> &o) {
-    return {!o.tof.sigmas.empty(), !o.tof.center_offsets.empty(), true};
-  }
-
-  /// The operation of chunk [first, first + n): its per-LOR host arrays
-  /// staged to the slot's device staging. Empty list-mode bins are the
-  /// records' bins, split into the slot's bins by `event_source::stage`.
-  op::non_tof stage_operation(slot &, const op::non_tof &o, std::size_t, std::size_t) {
-    return o;
-  }
-  op::tof_sinogram<T> stage_operation(slot &sl, const op::tof_sinogram<T> &o,
-                                      std::size_t first, std::size_t n) {
-    return op::tof_sinogram<T>(stage_tof(sl, o.tof, first, n));
-  }
-  op::tof_listmode<T> stage_operation(slot &sl, const op::tof_listmode<T> &o,
-                                      std::size_t first, std::size_t n) {
-    const tof_params<T> t = stage_tof(sl, o.tof, first, n);
-    if (o.bins.empty())
-      return op::tof_listmode<T>(t, span<const std::int16_t>(sl.d_bins.data(), n));
-    stage(sl, o.bins.data(), first, n, sl.h_bins.data(), sl.d_bins.data());
-    return op::tof_listmode<T>(t, span<const std::int16_t>(sl.d_bins.data(), n));
-  }
-
-  /// Copies one host array chunk into a slot's device staging (through
-  /// its pinned staging unless the array is pinned) on the slot's stream.
-  template <class E>
-  void stage(slot &sl, const E *host, std::size_t first, std::size_t n, E *pinned,
-             E *device) {
-    const E *src = host + first;
-    if (!is_pinned(host)) {
-      copier_->copy(pinned, src, n * sizeof(E));
-      src = pinned;
-    }
-    RESPROJ_CUDA_TRY(cudaMemcpyAsync(device, src, n * sizeof(E), cudaMemcpyHostToDevice,
-                                     sl.stream.get()));
-  }
-
-  /// The chunk's TOF parameters with per-LOR arrays staged to the device.
-  tof_params<T> stage_tof(slot &sl, const tof_params<T> &host_tof, std::size_t first,
-                          std::size_t n) {
-    tof_params<T> t = host_tof;
-    if (!host_tof.sigmas.empty()) {
-      stage(sl, host_tof.sigmas.data(), first, n, sl.h_sigmas.data(), sl.d_sigmas.data());
-      t.sigmas = span<const T>(sl.d_sigmas.data(), n);
-    }
-    if (!host_tof.center_offsets.empty()) {
-      stage(sl, host_tof.center_offsets.data(), first, n, sl.h_offsets.data(),
-            sl.d_offsets.data());
-      t.center_offsets = span<const T>(sl.d_offsets.data(), n);
-    }
-    return t;
-  }
-
-  struct slot {
-    explicit slot(std::size_t n)
-        : stream(), d_starts(3 * n, stream), d_ends(3 * n, stream), d_data(n, stream),
-          h_starts(3 * n), h_ends(3 * n), h_data(n) {}
-    gpu::stream stream;
-    device_buffer<T> d_starts, d_ends;
-    /// Values of a chunk (output or input), `values_per_lor` per LOR;
-    /// grows with the first call that needs more (see `reserve`).
-    device_buffer<T> d_data;
-    pinned_buffer<T> h_starts, h_ends, h_data;
-    event done;
-    bool busy = false;
-    T *pending_out = nullptr; ///< where h_data must be copied once done
-    std::size_t pending_count = 0;
-    // Staging allocated by the first call that needs it (see `reserve`):
-    // per-LOR sigma and centre offset, list-mode bins, detector pairs and
-    // packed records (split on the device).
-    device_buffer<T> d_sigmas, d_offsets;
-    pinned_buffer<T> h_sigmas, h_offsets;
-    device_buffer<std::int16_t> d_bins;
-    pinned_buffer<std::int16_t> h_bins;
-    device_buffer<std::int32_t> d_pairs;
-    pinned_buffer<std::int32_t> h_pairs;
-    device_buffer<scanner::listmode_event> d_events;
-    pinned_buffer<scanner::listmode_event> h_events;
-  };
 
   static void require_host_pointer(const void *p, const char *name) {
     const pointer_info info = query_pointer(p);
@@ -464,60 +343,19 @@ private:
                 "gpu::forward/back for device-resident LORs)");
   }
 
-  /// Waits for a slot's previous chunk and delivers its staged results.
-  void drain(slot &sl) {
-    if (!sl.busy)
-      return;
-    sl.done.synchronize();
-    if (sl.pending_out != nullptr)
-      copier_->copy(sl.pending_out, sl.h_data.data(), sl.pending_count * sizeof(T));
-    sl.pending_out = nullptr;
-    sl.busy = false;
-  }
-
-  /// Streams the source's chunks through the slots: per chunk, waits for
-  /// the slot's previous chunk, stages the LORs and calls
-  /// `enqueue(slot, device_lors, first, n)` to enqueue the rest.
+  /// Streams the source's chunks through the pipeline: per chunk, stages
+  /// the LORs and calls `enqueue(slot, device_lors, first, n)` to enqueue
+  /// the rest.
   template <class Src, class Enqueue>
   void run(const Src &src, stream_ref s, Enqueue &&enqueue) {
-    const std::size_t count = src.lors.count;
-    if (count == 0)
-      return;
-    const device_guard guard(device_);
-    // The slots follow the caller's stream (image upload, zeroing, ...).
-    start_.record(s);
-    for (auto &sl : slots_)
-      start_.make_wait(sl.stream);
-    try {
-      std::size_t k = 0;
-      for (std::size_t first = 0; first < count; first += max_chunk_, ++k) {
-        const std::size_t n = std::min(max_chunk_, count - first);
-        slot &sl = slots_[k % slots_.size()];
-        drain(sl);
-        const auto lors = src.stage(*this, sl, first, n);
-        enqueue(sl, lors, first, n);
-        sl.done.record(sl.stream);
-        sl.busy = true;
-      }
-      for (auto &sl : slots_)
-        drain(sl);
-    } catch (...) {
-      // Leave the streamer usable: wait for whatever was enqueued.
-      for (auto &sl : slots_) {
-        cudaStreamSynchronize(sl.stream.get());
-        sl.busy = false;
-        sl.pending_out = nullptr;
-      }
-      throw;
-    }
+    pipeline_.run(src.lors.count, s, [&](slot &sl, std::size_t first, std::size_t n) {
+      const auto lors = src.stage(pipeline_, sl, first, n);
+      enqueue(sl, lors, first, n);
+    });
   }
 
-  std::size_t max_chunk_;
-  int device_;
+  pipeline pipeline_;
   tuning tuning_;
-  std::vector<slot> slots_;
-  event start_;
-  std::unique_ptr<detail::parallel_copier> copier_;
   bool out_pinned_ = false;
 };
 

@@ -22,6 +22,7 @@
 #include "resproj/core/views.hpp"
 #include "resproj/gpu/detail/multi_split.cuh"
 #include "resproj/gpu/device.cuh"
+#include "resproj/gpu/lor_split.hpp"
 #include "resproj/gpu/lor_streamer.cuh"
 #include "resproj/gpu/multi_device.cuh"
 #include "resproj/scanner/listmode.hpp"

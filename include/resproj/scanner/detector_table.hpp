@@ -1,7 +1,7 @@
 /// @file
 /// @brief `detector_table`: any set of detector (crystal) centres, N x 3
-/// floats, and its trivially copyable view `detector_table_view` for use in
-/// kernels.
+/// floats, validated. Projectors take its `xyz()` with index pairs as a
+/// `detector_pairs` LOR source.
 #pragma once
 
 #include <array>
@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -19,29 +18,6 @@
 
 RESPROJ_NAMESPACE_BEGIN
 namespace scanner {
-
-/// Non-owning, trivially copyable view of a detector table: detector `i` is
-/// at `(xyz[3 i], xyz[3 i + 1], xyz[3 i + 2])` (image axes 0, 1, 2).
-/// The pointer may point to host or device memory; the functions do not
-/// check indices (validate them on the host, e.g. with `validate_events`).
-struct detector_table_view {
-  const float *xyz = nullptr;     ///< 3 * num_detectors floats
-  std::int32_t num_detectors = 0; ///< number of detectors
-
-  /// Centre of detector `i` (unchecked).
-  RESPROJ_HD void position(std::int32_t i, float &x, float &y, float &z) const noexcept {
-    const float *p = xyz + 3 * std::ptrdiff_t(i);
-    x = p[0];
-    y = p[1];
-    z = p[2];
-  }
-  /// `true` if `0 <= i < num_detectors`.
-  RESPROJ_HD bool contains(std::int64_t i) const noexcept {
-    return i >= 0 && i < std::int64_t(num_detectors);
-  }
-};
-
-static_assert(std::is_trivially_copyable_v<detector_table_view>);
 
 /// An owning table of detector centres: N x 3 floats, detector-major
 /// (`[x0 y0 z0 x1 y1 z1 ...]`), in the image's length unit, axis k of a
@@ -81,10 +57,6 @@ public:
                                                      ") (got " + std::to_string(i) + ")");
     const std::size_t k = 3 * std::size_t(i);
     return {xyz_[k], xyz_[k + 1], xyz_[k + 2]};
-  }
-  /// A view of this table's host memory (valid while the table lives).
-  detector_table_view view() const noexcept {
-    return detector_table_view{xyz_.data(), num_detectors()};
   }
 
 private:
