@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "resproj/gpu/detail/parallel_copy.hpp"
@@ -33,6 +34,21 @@ TEST(parallel_copier, reusable_many_times) {
     ASSERT_EQ(dst.front(), float(round));
     ASSERT_EQ(dst.back(), float(round));
   }
+}
+
+TEST(parallel_copier, concurrent_callers_are_serialised) {
+  resproj::gpu::detail::parallel_copier copier(2);
+  auto caller = [&](std::uint8_t value) {
+    std::vector<std::uint8_t> src((std::size_t(3) << 20) + 5, value), dst(src.size());
+    for (int round = 0; round < 20; ++round) {
+      copier.copy(dst.data(), src.data(), src.size());
+      ASSERT_EQ(dst, src);
+      std::fill(dst.begin(), dst.end(), std::uint8_t(0));
+    }
+  };
+  std::thread a(caller, std::uint8_t(1)), b(caller, std::uint8_t(2));
+  a.join();
+  b.join();
 }
 
 } // namespace

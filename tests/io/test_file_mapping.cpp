@@ -17,6 +17,7 @@
 #include "common/expect.hpp"
 #include "common/files.hpp"
 #include "resproj/io/file_mapping.hpp"
+#include "resproj/io/positional_file.hpp"
 
 namespace {
 
@@ -86,7 +87,7 @@ TEST(file_mapping, chunks_of_a_real_mapping_reassemble_the_file_range) {
   resproj_test::write_bytes(path, data);
   const std::size_t page = io::host_page_size();
   std::uint64_t size = 0;
-  const auto file = io::detail::pio_file::open_read(path, size);
+  const auto file = io::positional_file::open_read(path, size);
   ASSERT_EQ(size, data.size());
   for (std::uint64_t offset : {0ull, 1ull, 4096ull, 12345ull, 999000ull})
     for (std::size_t chunk : {page, std::size_t(70000), std::size_t(1) << 20}) {
@@ -122,7 +123,7 @@ TEST(file_mapping, sees_later_writes_and_reports_mmap_failure) {
   const std::string path = dir.file("live.bin");
   resproj_test::write_bytes(path, pattern(50000, 2));
   std::uint64_t size = 0;
-  const auto file = io::detail::pio_file::open_read(path, size);
+  const auto file = io::positional_file::open_read(path, size);
   const auto plan = io::plan_mapped_range(100, 40000, io::host_page_size(), 8192);
   std::string problem;
   io::file_mapping map = io::file_mapping::map(file.fd(), plan, problem);

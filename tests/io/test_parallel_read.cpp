@@ -22,7 +22,9 @@
 #include "common/files.hpp"
 #include "io/special_files.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/thread_pool.hpp"
 #include "resproj/io/parallel_read.hpp"
+#include "resproj/io/positional_file.hpp"
 
 namespace {
 
@@ -430,6 +432,70 @@ TEST(io_worker_pool, concurrent_callers_are_serialised) {
   io::io_worker_pool unused; // destroyed without ever running
 }
 
+TEST(io_worker_pool, reserve_starts_threads_before_the_first_run) {
+  resproj::thread_pool pool(3);
+  EXPECT_EQ(pool.threads(), 3u);
+  std::atomic<int> calls{0};
+  pool.run(4, [&](unsigned) { calls.fetch_add(1); });
+  EXPECT_EQ(calls.load(), 4);
+  EXPECT_EQ(pool.threads(), 3u); // no thread added
+  pool.reserve(2);
+  EXPECT_EQ(pool.threads(), 3u); // never fewer
+  pool.reserve(5);
+  EXPECT_EQ(pool.threads(), 5u);
+}
+
+TEST(io_worker_pool, exceptions_are_rethrown_after_every_worker_returned) {
+  io::io_worker_pool pool;
+  for (unsigned thrower : {0u, 2u}) {
+    std::atomic<int> finished{0};
+    auto fn = [&](unsigned w) {
+      if (w == thrower)
+        throw std::runtime_error("worker " + std::to_string(w));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      finished.fetch_add(1);
+    };
+    try {
+      pool.run(4, fn);
+      ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error &e) {
+      EXPECT_EQ(std::string(e.what()), "worker " + std::to_string(thrower));
+    }
+    EXPECT_EQ(finished.load(), 3) << "run returned before the other workers";
+  }
+  // The pool keeps working.
+  std::atomic<int> calls{0};
+  pool.run(4, [&](unsigned) { calls.fetch_add(1); });
+  EXPECT_EQ(calls.load(), 4);
+}
+
+TEST(positional_file, reads_writes_and_checks_ranges) {
+  TempDir dir;
+  const std::string path = dir.file("pos.bin");
+  const auto data = pattern(10000, 11);
+  {
+    const auto f = io::positional_file::open_write(path, true);
+    f.pwrite_exact(path, data.data() + 4000, 6000, 4000);
+    f.pwrite_exact(path, data.data(), 4000, 0);
+  }
+  EXPECT_EQ(resproj_test::read_byte_vector(path), data);
+  io::positional_file f = io::positional_file::open_read_range(path, 100, 9900);
+  std::vector<unsigned char> got(9900);
+  f.pread_exact(path, got.data(), got.size(), 100);
+  EXPECT_EQ(got, std::vector<unsigned char>(data.begin() + 100, data.end()));
+  const io::positional_file moved = std::move(f);
+  EXPECT_GE(moved.fd(), 0);
+  EXPECT_EQ(f.fd(), -1);
+  expect_io_error([&] { (void)io::positional_file::open_read_range(path, 9000, 1001); },
+                  {path, "end of file at offset 10000"});
+  expect_io_error([&] { moved.pread_exact(path, got.data(), 2, 9999); },
+                  {path, "unexpected end of file"});
+  expect_io_error([&] { (void)io::positional_file::open_read_range(dir.path(), 0, 0); },
+                  {dir.path(), "directory"});
+  EXPECT_THROW(io::check_file_range(~std::uint64_t(0), 1), resproj::invalid_argument);
+  io::check_file_range(0, 0);
+}
+
 TEST(parallel_read, persistent_pool_gives_identical_bytes_and_survives_errors) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
@@ -482,7 +548,7 @@ TEST(parallel_read, run_parallel_tasks_covers_each_task_once) {
         EXPECT_LT(w, workers);
         hits[t].fetch_add(1);
       };
-      io::detail::run_parallel_tasks(tasks, workers, p, task);
+      resproj::run_parallel_tasks(tasks, workers, p, task);
       for (std::uint64_t t = 0; t < tasks; ++t)
         ASSERT_EQ(hits[t].load(), 1) << t << (p ? " pooled" : " per call");
     }
@@ -501,7 +567,7 @@ TEST(parallel_read, fifo_is_rejected_without_blocking) {
       {fifo, "not a regular file"});
   std::uint64_t size = 0;
   resproj_test::expect_prompt_io_error(
-      fifo, [&] { (void)io::detail::pio_file::open_read(fifo, size); },
+      fifo, [&] { (void)io::positional_file::open_read(fifo, size); },
       {fifo, "not a regular file"});
   resproj_test::expect_prompt_io_error(
       fifo,

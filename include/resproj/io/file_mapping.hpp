@@ -19,7 +19,8 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
-#include "resproj/io/parallel_read.hpp"
+#include "resproj/io/parallel_io_options.hpp"
+#include "resproj/io/positional_file.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace io {
@@ -77,7 +78,7 @@ inline mapped_range_plan plan_mapped_range(std::uint64_t offset, std::uint64_t b
                                                std::to_string(page) + ")");
   if (chunk_bytes == 0)
     resproj::detail::throw_invalid("chunk_bytes", "must be > 0");
-  detail::pio_check_range(offset, bytes);
+  check_file_range(offset, bytes);
   mapped_range_plan p;
   p.page = page;
   p.map_offset = offset - offset % page;
