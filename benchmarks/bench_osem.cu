@@ -1,5 +1,5 @@
 // OSEM benchmarks (docs/benchmark-problems.md, `dmi-lm-osem`), with the
-// examples' reconstruction code (examples/common):
+// library's reconstruction layer (include/resproj/recon):
 //
 //   gpu/dmi-lm-osem/iteration       one full OSEM iteration, all 34 subsets
 //                                   (TOF list-mode forward + ratio + back +
@@ -56,12 +56,7 @@
 #include <omp.h>
 #endif
 
-#include "../examples/common/listmode_io.hpp"
-#include "../examples/common/osem.hpp"
-#include "../examples/common/osem_gpu.cuh"
 #include "../examples/common/phantom.hpp"
-#include "../examples/common/phases.hpp"
-#include "../examples/common/synthetic.hpp"
 #include "common/bench_support.hpp"
 #include "common/cuda_timer.cuh"
 #include "common/dmi_problems.hpp"
@@ -69,6 +64,9 @@
 #include "resproj/gpu/file_io.cuh"
 #include "resproj/io/listmode_file.hpp"
 #include "resproj/io/nifti.hpp"
+#include "resproj/recon/cpu_osem.hpp"
+#include "resproj/recon/gpu_listmode_setup.cuh"
+#include "resproj/recon/phase_timing.hpp"
 #include "resproj/resproj.hpp"
 
 namespace rb = resproj_bench;
@@ -76,6 +74,7 @@ namespace rp = resproj;
 namespace rs = resproj::scanner;
 namespace ex = resproj_examples;
 namespace gpu = resproj::gpu;
+namespace recon = resproj::recon;
 
 namespace {
 
@@ -92,15 +91,6 @@ std::size_t env_count(const char *name, std::size_t fallback) {
   return n > 0 ? std::size_t(n) : fallback;
 }
 
-rp::tof_params<float> dmi_tof() {
-  rp::tof_params<float> t;
-  t.num_bins = 29;
-  t.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
-  t.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 24.51 mm
-  t.num_sigmas = 3;
-  return t;
-}
-
 std::string temp_dir() {
   const char *t = std::getenv("TMPDIR");
   return t && *t ? t : "/tmp";
@@ -109,9 +99,9 @@ std::string temp_dir() {
 /// The dmi scan, corrections and the list-mode file of the events (in
 /// acquisition order; the host arrays are not kept).
 struct problem {
-  ex::scan sc{rs::dmi(), 65, osem_subsets, rb::reference_image_geometry()};
-  ex::corrections corr;
-  rp::tof_params<float> tof = dmi_tof();
+  recon::sinogram_subsets sc{rs::dmi(), 65, osem_subsets, rb::reference_image_geometry()};
+  recon::corrections corr;
+  rp::tof_params<float> tof = rs::dmi_tof();
   std::size_t num_events = env_count("RESPROJ_OSEM_EVENTS", default_events);
   std::string path = temp_dir() + "/resproj_bench_osem.lm";
 
@@ -140,23 +130,18 @@ struct problem {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   ~problem() { std::remove(path.c_str()); }
-  std::size_t sinogram_lors() const {
-    std::size_t c = 0;
-    for (int k = 0; k < sc.num_subsets(); ++k)
-      c += sc.subset_count(k);
-    return c;
-  }
+  std::size_t sinogram_lors() const { return sc.total_count(); }
 };
 
 /// The resident GPU data (made once, with the pipeline's loader).
 struct gpu_state {
   gpu::stream s;
-  std::unique_ptr<ex::device_scan> ds;
-  std::unique_ptr<ex::gpu_listmode_problem> lm;
+  std::unique_ptr<recon::device_sinogram_subsets> ds;
+  std::unique_ptr<recon::gpu_listmode_data> lm;
   explicit gpu_state(const problem &p) {
-    ds = std::make_unique<ex::device_scan>(p.sc, s);
+    ds = std::make_unique<recon::device_sinogram_subsets>(p.sc, s);
     gpu::device_file_io io;
-    lm = std::make_unique<ex::gpu_listmode_problem>(p.sc, *ds, io, p.path, p.corr, p.tof,
+    lm = std::make_unique<recon::gpu_listmode_data>(p.sc, *ds, io, p.path, p.corr, p.tof,
                                                     s);
   }
 };
@@ -182,7 +167,7 @@ void set_items(benchmark::State &state, std::size_t items) {
 }
 
 /// Counters `<key>_s` (and `<key>_rate` with `rates`) of every phase.
-void phase_counters(benchmark::State &state, const ex::phase_table &t, bool rates) {
+void phase_counters(benchmark::State &state, const recon::phase_table &t, bool rates) {
   for (const auto &p : t.phases) {
     state.counters[p.key + "_s"] = p.seconds;
     if (rates && p.items > 0 && p.seconds > 0)
@@ -193,11 +178,11 @@ void phase_counters(benchmark::State &state, const ex::phase_table &t, bool rate
 void bm_iteration(benchmark::State &state) {
   rb::guarded(state, [&] {
     auto &g = gstate();
-    const auto x0 = ex::start_image(prob().sc.image, 1.f);
+    const auto x0 = recon::start_image(prob().sc.image, 1.f);
     auto b = g.lm->backend(x0);
     b.opt.check_pointers = false;
     rb::time_on_stream(
-        state, g.s, [&] { b.x.buffer().fill(1.f, g.s); }, [&] { ex::osem(b, 1); });
+        state, g.s, [&] { b.x.buffer().fill(1.f, g.s); }, [&] { recon::osem(b, 1); });
     set_items(state, prob().num_events);
   });
 }
@@ -205,7 +190,7 @@ void bm_iteration(benchmark::State &state) {
 void bm_fwd_back(benchmark::State &state) {
   rb::guarded(state, [&] {
     auto &g = gstate();
-    auto b = g.lm->backend(ex::start_image(prob().sc.image, 1.f));
+    auto b = g.lm->backend(recon::start_image(prob().sc.image, 1.f));
     b.opt.check_pointers = false;
     rb::time_on_stream(
         state, g.s, [&] { b.g.buffer().zero(g.s); },
@@ -226,19 +211,19 @@ void bm_pipeline_gpu(benchmark::State &state) {
     auto &p = prob();
     auto &g = gstate(); // device tables and a warm context; the data are redone below
     const std::string out = temp_dir() + "/resproj_bench_osem_gpu.nii";
-    ex::phase_table t;
+    recon::phase_table t;
     auto run = [&] {
       t = {};
-      ex::stopwatch w;
+      recon::stopwatch w;
       gpu::device_file_io io;
-      const ex::gpu_listmode_problem data(p.sc, *g.ds, io, p.path, p.corr, p.tof, g.s,
+      const recon::gpu_listmode_data data(p.sc, *g.ds, io, p.path, p.corr, p.tof, g.s,
                                           &t);
       w.lap(); // the data's phases are in the table already
-      auto b = data.backend(ex::start_image(p.sc.image, 1.f));
+      auto b = data.backend(recon::start_image(p.sc.image, 1.f));
       b.opt.check_pointers = false;
       g.s.synchronize();
       t.add("backend", "OSEM backend set-up", w.lap());
-      ex::osem(b, osem_iterations);
+      recon::osem(b, osem_iterations);
       t.add("osem", "OSEM iterations", w.lap(), double(data.count()) * osem_iterations,
             "events");
       gpu::write_nifti_from_device(io, out, b.x, g.s);
@@ -275,23 +260,24 @@ void bm_pipeline_cpu(benchmark::State &state) {
     const double event_scale = double(p.num_events) / double(n);
     const double lor_scale = double(p.sinogram_lors()) / double(sens_lors);
     const std::string out = temp_dir() + "/resproj_bench_osem_cpu.nii";
-    ex::phase_table t;
+    recon::phase_table t;
     for (auto _ : state) {
       t = {};
-      ex::stopwatch w;
-      ex::listmode_data lm = ex::load_events(p.path, n);
-      t.add("read", "read file (host)", w.lap(), double(n), "events");
-      ex::listmode_corrections(p.sc, p.corr, p.tof, lm);
+      recon::stopwatch w;
+      recon::listmode_data lm = recon::read_listmode_data(
+          p.path, std::int64_t(p.sc.num_detectors()), p.tof.num_bins, n);
+      t.add("read", "read file (host), validate", w.lap(), double(n), "events");
+      recon::listmode_corrections(p.sc, p.corr, p.tof, lm);
       t.add("corr", "per-event corrections", w.lap(), double(n), "events");
-      ex::group_by_subset(lm, osem_subsets);
+      recon::group_by_subset(lm, osem_subsets);
       t.add("group", "group by subset", w.lap(), double(n), "events");
-      auto sens = ex::cpu_sensitivity(p.sc, p.corr, ksens);
+      auto sens = recon::sensitivity_image(p.sc, p.corr, ksens);
       for (float &v : sens)
         v *= float(lor_scale); // stands in for the whole sinogram's
       t.add("sens", "sensitivity with attenuation", w.lap(), double(sens_lors), "LORs");
-      ex::cpu_listmode_backend b(p.sc, lm, p.tof, std::move(sens),
-                                 ex::start_image(p.sc.image, 1.f));
-      ex::osem(b, osem_iterations);
+      recon::cpu_listmode_backend b(p.sc, lm, p.tof, std::move(sens),
+                                    recon::start_image(p.sc.image, 1.f));
+      recon::osem(b, osem_iterations);
       t.add("osem", "OSEM iterations", w.lap(), double(n) * osem_iterations, "events");
       rp::io::write_nifti(out, rp::span<const float>(b.x.data(), b.x.size()), p.sc.image);
       t.add("nifti", "write NIfTI", w.lap());

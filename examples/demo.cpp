@@ -34,18 +34,22 @@
 #include <resproj/resproj.hpp>
 #include <resproj/scanner/dmi.hpp>
 
-#include "common/listmode_io.hpp"
-#include "common/osem.hpp"
+#include <resproj/recon/cpu_osem.hpp>
+#include <resproj/recon/phase_timing.hpp>
+#if defined(__CUDACC__)
+#include <resproj/recon/gpu_listmode_setup.cuh>
+#endif
+
 #include "common/phantom.hpp"
-#include "common/phases.hpp"
 #include "common/png.hpp"
 #include "common/synthetic.hpp"
 #if defined(__CUDACC__)
-#include "common/osem_gpu.cuh"
+#include "common/synthetic_gpu.cuh"
 #endif
 
 namespace ex = resproj_examples;
 namespace rs = resproj::scanner;
+namespace recon = resproj::recon;
 
 namespace {
 using clock_type = std::chrono::steady_clock;
@@ -60,15 +64,6 @@ struct settings {
   std::string out = ".";
 };
 
-resproj::tof_params<float> dmi_tof() {
-  resproj::tof_params<float> t;
-  t.num_bins = 29;
-  t.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
-  t.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 24.51 mm (385 ps FWHM)
-  t.num_sigmas = 3;
-  return t;
-}
-
 /// The first `rings` rings of the dmi scanner (all 36 = dmi itself).
 rs::polygon_scanner dmi_rings(int rings) {
   const auto d = rs::dmi();
@@ -82,7 +77,7 @@ rs::polygon_scanner dmi_rings(int rings) {
 
 /// Progress after each subset: on a terminal one line updated in place;
 /// otherwise (a log) one line per iteration, after its last subset.
-void print_progress(const ex::osem_progress &p, std::size_t events_per_subset,
+void print_progress(const recon::osem_progress &p, std::size_t events_per_subset,
                     bool terminal) {
   const bool last_of_iteration = p.subset + 1 == p.num_subsets;
   if (!terminal && !last_of_iteration)
@@ -143,9 +138,9 @@ int main(int argc, char **argv) {
     const auto geometry =
         use_gpu ? resproj::image_geometry::centred({215, 215, 71}, {2.78, 2.78, 2.78})
                 : resproj::image_geometry::centred({120, 120, 8}, {4.0, 4.0, 5.31556});
-    const ex::scan sc(dmi_rings(rings), 65, set.subsets, geometry);
+    const recon::sinogram_subsets sc(dmi_rings(rings), 65, set.subsets, geometry);
     const auto phantom = ex::nema_phantom::make(1.0, 0.0);
-    const auto tof = dmi_tof();
+    const auto tof = rs::dmi_tof();
     std::printf("demo: TOF list-mode OSEM on the %s, scanner %d rings x %d crystals, "
                 "image %lld x %lld x %lld, %lld events, %d subsets, %d iterations\n",
                 use_gpu ? "GPU" : "CPU", sc.scanner.num_rings(),
@@ -156,7 +151,7 @@ int main(int argc, char **argv) {
     // Synthetic acquisition.
     auto t = clock_type::now();
     const auto x_true = ex::activity_image<float>(phantom, geometry);
-    ex::corrections corr;
+    recon::corrections corr;
     corr.mu = ex::mu_image<float>(phantom, geometry);
     ex::synthetic_settings syn;
     syn.total_counts = double(set.events);
@@ -165,10 +160,10 @@ int main(int argc, char **argv) {
 #if defined(__CUDACC__)
     namespace gpu = resproj::gpu;
     std::unique_ptr<gpu::stream> gs;
-    std::unique_ptr<ex::device_scan> gds;
+    std::unique_ptr<recon::device_sinogram_subsets> gds;
     if (use_gpu) {
       gs = std::make_unique<gpu::stream>();
-      gds = std::make_unique<ex::device_scan>(sc, *gs);
+      gds = std::make_unique<recon::device_sinogram_subsets>(sc, *gs);
       project = ex::gpu_subset_projector(sc, *gds, *gs);
       profiles = ex::gpu_tof_profiler(sc, *gds, *gs);
     }
@@ -190,31 +185,31 @@ int main(int argc, char **argv) {
     const bool terminal = isatty(fileno(stdout)) != 0;
     const std::string nii = set.out + "/demo_osem.nii", png = set.out + "/demo_osem.png";
     const std::size_t per_subset = std::size_t(set.events) / std::size_t(set.subsets);
-    const auto progress = [&](const ex::osem_progress &p) {
+    const auto progress = [&](const recon::osem_progress &p) {
       print_progress(p, per_subset, terminal);
     };
-    ex::phase_table phases;
-    ex::stopwatch w;
+    recon::phase_table phases;
+    recon::stopwatch w;
     std::vector<float> x;
     std::size_t num_events = 0;
     if (!use_gpu) {
-      ex::listmode_data lm = ex::load_events(lm_path);
+      recon::listmode_data lm = recon::read_listmode_data(
+          lm_path, std::int64_t(sc.num_detectors()), tof.num_bins);
       num_events = lm.count();
-      phases.add("read", "read file (host)", w.lap(), double(num_events), "events");
-      ex::listmode_corrections(sc, corr, tof, lm);
+      phases.add("read", "read file (host), validate", w.lap(), double(num_events),
+                 "events");
+      recon::listmode_corrections(sc, corr, tof, lm);
       phases.add("corr", "per-event corrections (attenuation, eff.)", w.lap(),
                  double(num_events), "events");
-      ex::group_by_subset(lm, set.subsets);
+      recon::group_by_subset(lm, set.subsets);
       phases.add("group", "group by subset", w.lap(), double(num_events), "events");
-      auto sens = ex::cpu_sensitivity(sc, corr);
-      std::size_t lors = 0;
-      for (int k = 0; k < sc.num_subsets(); ++k)
-        lors += sc.subset_count(k);
-      phases.add("sens", "sensitivity with attenuation", w.lap(), double(lors), "LORs");
-      ex::cpu_listmode_backend b(sc, lm, tof, std::move(sens),
-                                 ex::start_image(geometry, 1.f));
+      auto sens = recon::sensitivity_image(sc, corr);
+      phases.add("sens", "sensitivity with attenuation", w.lap(),
+                 double(sc.total_count()), "LORs");
+      recon::cpu_listmode_backend b(sc, lm, tof, std::move(sens),
+                                    recon::start_image(geometry, 1.f));
       w.lap();
-      ex::osem(b, set.iterations, progress);
+      recon::osem(b, set.iterations, progress);
       phases.add("osem", "OSEM iterations", w.lap(), double(num_events) * set.iterations,
                  "events");
       x = std::move(b.x);
@@ -225,15 +220,15 @@ int main(int argc, char **argv) {
 #if defined(__CUDACC__)
     else {
       gpu::device_file_io io;
-      const ex::gpu_listmode_problem problem(sc, *gds, io, lm_path, corr, tof, *gs,
+      const recon::gpu_listmode_data problem(sc, *gds, io, lm_path, corr, tof, *gs,
                                              &phases);
       w.lap(); // the problem's phases are in the table already
       num_events = problem.count();
-      auto b = problem.backend(ex::start_image(geometry, 1.f));
+      auto b = problem.backend(recon::start_image(geometry, 1.f));
       b.opt.check_pointers = false; // checked once above; hot loop
       gs->synchronize();
       phases.add("backend", "OSEM backend set-up", w.lap());
-      ex::osem(b, set.iterations, progress);
+      recon::osem(b, set.iterations, progress);
       phases.add("osem", "OSEM iterations", w.lap(), double(num_events) * set.iterations,
                  "events");
       gpu::write_nifti_from_device(io, nii, b.x, *gs);

@@ -18,12 +18,15 @@
 #include <resproj/io/nifti.hpp>
 #include <resproj/resproj.hpp>
 
-#include "common/osem_gpu.cuh"
+#include <resproj/recon/gpu_osem.cuh>
+
 #include "common/phantom.hpp"
 #include "common/synthetic.hpp"
+#include "common/synthetic_gpu.cuh"
 
 namespace ex = resproj_examples;
 namespace gpu = resproj::gpu;
+namespace recon = resproj::recon;
 
 int main(int argc, char **argv) {
   double counts = 5e8;
@@ -43,15 +46,15 @@ int main(int argc, char **argv) {
   try {
     const auto geometry =
         resproj::image_geometry::centred({215, 215, 71}, {2.78, 2.78, 2.78});
-    const ex::scan sc(resproj::scanner::dmi(), 65, subsets, geometry);
+    const recon::sinogram_subsets sc(resproj::scanner::dmi(), 65, subsets, geometry);
     const auto phantom = ex::nema_phantom::make();
     gpu::stream s;
-    const ex::device_scan ds(sc, s);
+    const recon::device_sinogram_subsets ds(sc, s);
 
     // Simulated acquisition (projections on the GPU, sampling on the host).
     auto t = std::chrono::steady_clock::now();
     const auto x_true = ex::activity_image<float>(phantom, geometry);
-    ex::corrections corr;
+    recon::corrections corr;
     corr.mu = ex::mu_image<float>(phantom, geometry);
     ex::synthetic_settings set;
     set.total_counts = counts;
@@ -65,8 +68,8 @@ int main(int argc, char **argv) {
 
     // Reconstruction, resident.
     t = std::chrono::steady_clock::now();
-    ex::gpu_sinogram_backend b(sc, data, ex::start_image(geometry, 1.f), s);
-    ex::osem(b, iterations, [](const ex::osem_progress &p) {
+    recon::gpu_sinogram_backend b(sc, data, recon::start_image(geometry, 1.f), s);
+    recon::osem(b, iterations, [](const recon::osem_progress &p) {
       std::printf("\r  iteration %d/%d subset %2d/%d  %6.1f ms  ETA %5.1f s   ",
                   p.iteration + 1, p.num_iterations, p.subset + 1, p.num_subsets,
                   1e3 * p.last_subset_s, p.eta_s);

@@ -9,10 +9,11 @@
 //
 // One gpu::lor_streamer call per subset then streams them for the forward
 // projection, and again for the back projection of the EM ratio computed
-// on the host (OpenMP): chunks of whole planes (--chunk-planes), so every
-// chunk runs with lanes along planes; pinned arrays are copied without
-// staging, the copy of one chunk overlapping the projection of another.
-// The image update per subset runs on the GPU (Thrust).
+// on the host (OpenMP, recon::em_ratio): chunks of whole planes
+// (--chunk-planes), so every chunk runs with lanes along planes; pinned
+// arrays are copied without staging, the copy of one chunk overlapping the
+// projection of another. The image update per subset runs on the GPU
+// (recon::gpu_em_update).
 //
 // Speed comes from the plain calls: a sinogram layout (lanes along planes,
 // 3x faster back projection than memory order), one call per subset rather
@@ -41,10 +42,13 @@
 #include <resproj/io/nifti.hpp>
 #include <resproj/resproj.hpp>
 
-#include "common/osem_gpu.cuh"
+#include <resproj/recon/cpu_osem.hpp>
+#include <resproj/recon/gpu_em.cuh>
+
 #include "common/phantom.hpp"
 
 namespace ex = resproj_examples;
+namespace recon = resproj::recon;
 namespace gpu = resproj::gpu;
 namespace rp = resproj;
 namespace rs = resproj::scanner;
@@ -178,14 +182,14 @@ int main(int argc, char **argv) {
     // Sensitivity per subset: back projection of m over the subset's LORs.
     for (const subset &b : sub) {
       sens.emplace_back(geometry, s);
-      sens.back().buffer().zero(s);
+      sens.back().zero(s);
       streamer(b).back(non_tof, sens.back().view(), b.lors(nr),
                        rp::span<const float>(b.m.data(), b.count), s);
     }
 
     // OSEM: the subset's host LORs projected against the resident image,
     // ratio on the host, update on the GPU.
-    const auto start = ex::start_image(geometry, 1.f);
+    const auto start = recon::start_image(geometry, 1.f);
     x.upload(rp::span<const float>(start.data(), start.size()), s);
     s.synchronize();
     double projection_secs = 0;
@@ -199,17 +203,16 @@ int main(int argc, char **argv) {
         streamer(b).forward(non_tof, x.cview(), lors, rp::span<float>(q.data(), b.count),
                             s);
         projection_secs += since(p0);
-        ex::detail::parallel_for(b.count, [&](std::size_t i) {
-          r[i] = ex::em_ratio{}(q[i], b.m[i], a, b.y[i]);
-        });
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+        for (std::int64_t i = 0; i < std::int64_t(b.count); ++i)
+          r[i] = recon::em_ratio{}(q[i], b.m[i], a, b.y[i]);
         const auto p1 = std::chrono::steady_clock::now();
         streamer(b).back(non_tof, g.view(), lors,
                          rp::span<const float>(r.data(), b.count), s);
         projection_secs += since(p1);
-        auto in = thrust::make_zip_iterator(
-            thrust::make_tuple(x.data(), g.data(), sens[std::size_t(k)].data()));
-        thrust::transform(thrust::cuda::par_nosync.on(s.get()), in, in + x.size(),
-                          x.data(), ex::detail::update_op{});
+        recon::gpu_em_update(x, g, sens[std::size_t(k)], 1.f, s);
       }
     s.synchronize();
     const double secs = since(t);

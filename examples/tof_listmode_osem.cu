@@ -25,11 +25,10 @@
 #include <resproj/resproj.hpp>
 #include <resproj/scanner/dmi.hpp>
 
-#include "common/osem_gpu.cuh"
-#include "common/phases.hpp"
+#include <resproj/recon/gpu_listmode_setup.cuh>
 
-namespace ex = resproj_examples;
 namespace gpu = resproj::gpu;
+namespace recon = resproj::recon;
 
 int main(int argc, char **argv) {
   std::string events, mu_path, out = "tof_listmode_osem.nii";
@@ -65,19 +64,15 @@ int main(int argc, char **argv) {
   }
   try {
     // The scanner, its TOF and the image.
-    resproj::tof_params<float> tof;
-    tof.num_bins = 29;
-    tof.bin_width = float(13 * 0.01302 * 299.792 / 2); // 25.37 mm
-    tof.sigma = float(299.792 / 2 * 0.385 / 2.355);    // 385 ps FWHM
-    tof.num_sigmas = 3;
+    const auto tof = resproj::scanner::dmi_tof();
     const auto geometry =
         mu_path.empty()
             ? resproj::image_geometry::centred({215, 215, 71}, {2.78, 2.78, 2.78})
             : resproj::io::read_nifti_geometry(mu_path);
-    const ex::scan sc(resproj::scanner::dmi(), 65, subsets, geometry);
+    const recon::sinogram_subsets sc(resproj::scanner::dmi(), 65, subsets, geometry);
 
     // Corrections.
-    ex::corrections corr;
+    recon::corrections corr;
     corr.mu.assign(std::size_t(geometry.num_voxels()), 0.f);
     if (!mu_path.empty())
       resproj::io::read_nifti<float>(
@@ -88,14 +83,14 @@ int main(int argc, char **argv) {
 
     // Events from the file into device memory, set-up, OSEM, NIfTI.
     gpu::stream s;
-    const ex::device_scan ds(sc, s);
+    const recon::device_sinogram_subsets ds(sc, s);
     gpu::device_file_io io;
-    ex::phase_table phases;
-    ex::stopwatch w;
-    const ex::gpu_listmode_problem data(sc, ds, io, events, corr, tof, s, &phases);
+    recon::phase_table phases;
+    recon::stopwatch w;
+    const recon::gpu_listmode_data data(sc, ds, io, events, corr, tof, s, &phases);
     w.lap(); // the set-up's phases are in the table already
-    auto b = data.backend(ex::start_image(geometry, 1.f));
-    ex::osem(b, iterations);
+    auto b = data.backend(recon::start_image(geometry, 1.f));
+    recon::osem(b, iterations);
     s.synchronize();
     phases.add("osem", "OSEM iterations", w.lap(), double(data.count()) * iterations,
                "events");

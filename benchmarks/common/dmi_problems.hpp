@@ -25,16 +25,9 @@ inline constexpr std::uint64_t dmi_tof_lm_seed = 20261129;
 inline constexpr std::size_t dmi_lm_osem_events = 40000000;
 inline constexpr std::uint64_t dmi_lm_osem_seed = 20261130;
 
-/// The dmi TOF parameters ("TOF" in benchmark-problems.md): 29 bins of
-/// 25.37 mm, sigma 24.51 mm (385 ps FWHM), 3 sigmas, no offset.
+/// The dmi TOF parameters ("TOF" in benchmark-problems.md).
 template <class T> resproj::tof_params<T> dmi_tof() {
-  resproj::tof_params<T> t;
-  t.num_bins = 29;
-  t.bin_width = T(13 * 0.01302 * 299.792 / 2);
-  t.sigma = T(299.792 / 2 * 0.385 / 2.355);
-  t.num_sigmas = 3;
-  t.center_offset = 0;
-  return t;
+  return resproj::scanner::dmi_tof<T>();
 }
 
 /// List-mode events as detector pairs of the dmi detector table

@@ -3,8 +3,9 @@
 /// backend): per-LOR corrections (crystal efficiencies x attenuation from
 /// a mu-map, scaled to a count level), a flat randoms + scatter
 /// background, noise-free and Poisson sinograms in subset order, list-mode
-/// events (detector pairs + TOF bin) drawn from the same model, and the
-/// per-event corrections of a list-mode acquisition.
+/// events (detector pairs + TOF bin) drawn from the same model, and
+/// list-mode events histogrammed into a sinogram. synthetic_gpu.cuh gives
+/// the GPU projectors the simulation can use instead.
 #pragma once
 
 #include <algorithm>
@@ -16,21 +17,19 @@
 #include <unordered_map>
 #include <vector>
 
-#include "osem.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/operations.hpp"
 #include "resproj/cpu/projector.hpp"
+#include "resproj/recon/corrections.hpp"
+#include "resproj/recon/listmode_data.hpp"
+#include "resproj/recon/sinogram_subsets.hpp"
 
 namespace resproj_examples {
 
-/// What the data model needs besides the activity: detector efficiencies,
-/// the mu-map, a count scale and the background per sinogram bin.
-struct corrections {
-  std::vector<float> efficiency; ///< per detector, around 1
-  std::vector<float> mu;         ///< attenuation image (1/mm)
-  float scale = 1;               ///< counts per unit of forward projection
-  float background = 0;          ///< additive counts per sinogram bin (non-TOF)
-};
+using resproj::recon::corrections;
+using resproj::recon::listmode_data;
+using resproj::recon::sinogram_data;
+using resproj::recon::sinogram_subsets;
 
 /// Settings of the synthetic acquisition.
 struct synthetic_settings {
@@ -39,14 +38,6 @@ struct synthetic_settings {
   double efficiency_spread = 0.1;   ///< crystal efficiencies uniform in 1 +- this
   std::uint32_t seed = 1;
 };
-
-/// Multiplicative correction of the LOR from detector `da` to `db`, given
-/// its attenuation line integral.
-inline float lor_correction(const corrections &c, std::int32_t da, std::int32_t db,
-                            float mu_integral) {
-  return c.scale * c.efficiency[std::size_t(da)] * c.efficiency[std::size_t(db)] *
-         std::exp(-mu_integral);
-}
 
 /// The noise-free sinogram model of activity `x` (subset order): fills
 /// `c.efficiency`, `c.scale` and `c.background` (c.mu must hold the
@@ -59,15 +50,17 @@ inline float lor_correction(const corrections &c, std::int32_t da, std::int32_t 
 using subset_projector =
     std::function<void(int, const std::vector<float> &, resproj::span<float>)>;
 
-inline subset_projector cpu_subset_projector(const scan &sc) {
+inline subset_projector cpu_subset_projector(const sinogram_subsets &sc) {
   return [&sc](int s, const std::vector<float> &img, resproj::span<float> out) {
-    resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(img, sc.image),
+    resproj::cpu::forward(resproj::op::non_tof{},
+                          resproj::image_view<const float>(img.data(), sc.image),
                           sc.source(s), out);
   };
 }
 
-inline sinogram_data sinogram_model(const scan &sc, const std::vector<float> &x,
-                                    corrections &c, const synthetic_settings &settings,
+inline sinogram_data sinogram_model(const sinogram_subsets &sc,
+                                    const std::vector<float> &x, corrections &c,
+                                    const synthetic_settings &settings,
                                     subset_projector project = {}) {
   if (!project)
     project = cpu_subset_projector(sc);
@@ -102,10 +95,11 @@ inline sinogram_data sinogram_model(const scan &sc, const std::vector<float> &x,
     att.resize(k);
     project(s, c.mu, resproj::span<float>(att.data(), k));
     project(s, x, resproj::span<float>(d.y.data() + o, k));
-    detail::parallel_for(k, [&](std::size_t i) {
+    resproj::recon::detail::parallel_for(k, [&](std::size_t i) {
       std::int32_t da, db;
       sc.detector_pair(s, i, da, db);
-      d.m[o + i] = lor_correction(c, da, db, att[i]);
+      d.m[o + i] =
+          resproj::recon::lor_correction(c.scale, c.efficiency.data(), da, db, att[i]);
     });
     for (std::size_t i = 0; i < k; ++i)
       trues += double(d.m[o + i]) * d.y[o + i];
@@ -147,7 +141,7 @@ using tof_profiler =
     std::function<void(const std::vector<float> &, const resproj::detector_pairs<float> &,
                        const resproj::tof_params<float> &, resproj::span<float>)>;
 
-inline listmode_data draw_events(const scan &sc, const sinogram_data &model,
+inline listmode_data draw_events(const sinogram_subsets &sc, const sinogram_data &model,
                                  const std::vector<float> &x,
                                  const resproj::tof_params<float> &tof,
                                  std::size_t num_events, std::uint32_t seed,
@@ -156,8 +150,9 @@ inline listmode_data draw_events(const scan &sc, const sinogram_data &model,
     profiles = [&sc](const std::vector<float> &img,
                      const resproj::detector_pairs<float> &l,
                      const resproj::tof_params<float> &t, resproj::span<float> out) {
-      resproj::cpu::forward(resproj::op::tof_sinogram{t}, detail::cview_of(img, sc.image),
-                            l, out);
+      resproj::cpu::forward(resproj::op::tof_sinogram{t},
+                            resproj::image_view<const float>(img.data(), sc.image), l,
+                            out);
     };
   const std::size_t n = model.y.size();
   std::vector<double> cum(n);
@@ -223,56 +218,11 @@ inline listmode_data draw_events(const scan &sc, const sinogram_data &model,
   return lm;
 }
 
-/// Fills the per-event corrections of `lm` the way a list-mode
-/// reconstruction gets them: m from the detector efficiencies and the
-/// attenuation line integral along the event's LOR (a forward projection of
-/// the mu-map), a = the background per bin spread over the TOF bins.
-inline void listmode_corrections(const scan &sc, const corrections &c,
-                                 const resproj::tof_params<float> &tof,
-                                 listmode_data &lm) {
-  const std::size_t n = lm.count();
-  lm.m.resize(n);
-  lm.a.resize(n);
-  const resproj::detector_pairs<float> lors(sc.detectors.data(), sc.num_detectors(),
-                                            lm.pairs.data(), n);
-  resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(c.mu, sc.image), lors,
-                        resproj::span<float>(lm.m.data(), n));
-  const float a = tof.num_bins > 0 ? c.background / float(tof.num_bins) : c.background;
-  for (std::size_t i = 0; i < n; ++i) {
-    lm.m[i] = lor_correction(c, lm.pairs[2 * i], lm.pairs[2 * i + 1], lm.m[i]);
-    lm.a[i] = a;
-  }
-}
-
-/// The total sensitivity image with attenuation on the CPU: for every
-/// subset of `sc` (or only the first `num_subsets`, for timing at a
-/// smaller size), m = the corrections of its LORs (attenuation by forward
-/// projection of `c.mu`), back projected and summed.
-inline std::vector<float> cpu_sensitivity(const scan &sc, const corrections &c,
-                                          int num_subsets = -1) {
-  const int used =
-      num_subsets < 0 ? sc.num_subsets() : std::min(num_subsets, sc.num_subsets());
-  std::vector<float> sens(std::size_t(sc.image.num_voxels()), 0.f), m;
-  for (int s = 0; s < used; ++s) {
-    const std::size_t k = sc.subset_count(s);
-    m.resize(k);
-    resproj::cpu::forward(resproj::op::non_tof{}, detail::cview_of(c.mu, sc.image),
-                          sc.source(s), resproj::span<float>(m.data(), k));
-    detail::parallel_for(k, [&](std::size_t i) {
-      std::int32_t da, db;
-      sc.detector_pair(s, i, da, db);
-      m[i] = lor_correction(c, da, db, m[i]);
-    });
-    resproj::cpu::back(resproj::op::non_tof{}, detail::view_of(sens, sc.image),
-                       sc.source(s), resproj::span<const float>(m.data(), k));
-  }
-  return sens;
-}
-
 /// Histograms list-mode events into a sinogram of `model`'s layout (subset
 /// order), ignoring TOF bins: the counts `y`; m and a copied from `model`.
 /// @throws resproj::invalid_argument ("lm") for an event on no sinogram bin.
-inline sinogram_data histogram_events(const scan &sc, const sinogram_data &model,
+inline sinogram_data histogram_events(const sinogram_subsets &sc,
+                                      const sinogram_data &model,
                                       const listmode_data &lm) {
   std::unordered_map<std::int64_t, std::size_t> index;
   const std::int64_t nd = std::int64_t(sc.num_detectors());

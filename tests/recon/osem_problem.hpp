@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "osem.hpp"
 #include "phantom.hpp"
+#include "resproj/recon/cpu_osem.hpp"
 #include "synthetic.hpp"
 
 namespace resproj_test {
@@ -19,10 +19,10 @@ inline resproj::image_geometry small_image() {
 
 struct osem_problem {
   resproj_examples::nema_phantom phantom = resproj_examples::nema_phantom::make(0.25);
-  resproj_examples::scan sc;
+  resproj::recon::sinogram_subsets sc;
   std::vector<float> x_true;
-  resproj_examples::corrections corr;
-  resproj_examples::sinogram_data model;
+  resproj::recon::corrections corr;
+  resproj::recon::sinogram_data model;
 
   explicit osem_problem(int subsets)
       : sc(resproj::scanner::small_test_scanner(), 8, subsets, small_image()) {
@@ -33,7 +33,7 @@ struct osem_problem {
     set.total_counts = 1e5;
     model = ex::sinogram_model(sc, x_true, corr, set);
   }
-  std::vector<float> ones() const { return resproj_examples::start_image(sc.image, 1.f); }
+  std::vector<float> ones() const { return resproj::recon::start_image(sc.image, 1.f); }
 };
 
 } // namespace resproj_test

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "resproj/core/config.hpp"
+#include "resproj/core/tof.hpp"
 #include "resproj/scanner/polygon_scanner.hpp"
 #include "resproj/scanner/sinogram.hpp"
 
@@ -34,6 +35,18 @@ inline polygon_scanner dmi() {
 /// radial bins trimmed at each edge: 272 views, 415 radial bins, 1296
 /// planes (146,292,480 bins).
 inline sinogram_layout dmi_sinogram() { return span1_sinogram(dmi(), 65); }
+
+/// TOF parameters of `dmi()` (lengths in mm): 29 bins of 13 x 13.02 ps
+/// (25.37 mm), resolution 385 ps FWHM (sigma 24.51 mm), kernels truncated
+/// at 3 sigma.
+template <class T = float> tof_params<T> dmi_tof() {
+  tof_params<T> t;
+  t.num_bins = 29;
+  t.bin_width = T(13 * 0.01302 * 299.792 / 2);
+  t.sigma = T(299.792 / 2 * 0.385 / 2.355);
+  t.num_sigmas = 3;
+  return t;
+}
 
 /// Number of OSEM subsets of the `dmi-subset` problem: subset 0 of 34 is
 /// views 0, 34, ..., 238.

@@ -1,8 +1,8 @@
 /// @file
 /// @brief Wall-clock phase table of a reconstruction pipeline (file read,
-/// corrections, sensitivity, OSEM, output): each phase's seconds and, where
-/// it has one, its work count (events, LORs) for a rate. Used by the demo's
-/// summary and by bench_osem's pipeline counters. Plain C++.
+/// event preparation, corrections, sensitivity, OSEM, output): each phase's
+/// seconds and, where it has one, its work count (events, LORs) for a
+/// rate. Plain C++.
 #pragma once
 
 #include <chrono>
@@ -11,11 +11,14 @@
 #include <utility>
 #include <vector>
 
-namespace resproj_examples {
+#include "resproj/core/config.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace recon {
 
 /// One timed phase.
 struct phase {
-  std::string key;  ///< short name (benchmark counters)
+  std::string key;  ///< short name (e.g. benchmark counters)
   std::string name; ///< what the phase did
   double seconds = 0;
   double items = 0;        ///< work done (0: no rate)
@@ -47,7 +50,7 @@ struct phase_table {
         return p.seconds;
     return 0;
   }
-  /// Prints the table: seconds, share of the total, rate.
+  /// Prints the table to `f`: seconds, share of the total, rate.
   void print(std::FILE *f) const {
     const double t = total();
     for (const auto &p : phases) {
@@ -68,6 +71,7 @@ struct phase_table {
 class stopwatch {
 public:
   stopwatch() : last_(clock::now()) {}
+  /// Seconds since the previous lap (or construction); starts the next.
   double lap() {
     const auto now = clock::now();
     const double s = std::chrono::duration<double>(now - last_).count();
@@ -80,4 +84,17 @@ private:
   clock::time_point last_;
 };
 
-} // namespace resproj_examples
+/// Adds a phase timed by `w` to `table` when `table` is set (no-op
+/// otherwise); `wait` runs first (e.g. a stream synchronisation, so that
+/// the phase's queued work is inside its time).
+template <class Wait>
+void mark_phase(phase_table *table, stopwatch &w, Wait &&wait, const char *key,
+                const char *name, double items = 0, const char *item_name = "") {
+  if (!table)
+    return;
+  wait();
+  table->add(key, name, w.lap(), items, item_name);
+}
+
+} // namespace recon
+RESPROJ_NAMESPACE_END

@@ -1,0 +1,158 @@
+/// @file
+/// @brief Corrections and the sensitivity image on the GPU:
+/// `device_corrections` (mu-map and efficiencies resident), per-event
+/// multiplicative and additive corrections of list-mode events (attenuation
+/// by forward projection of the mu-map), and the sensitivity image with
+/// attenuation and normalisation over a sinogram described by
+/// `sinogram_subsets` (no LOR arrays: the sinogram source derives each
+/// LOR). Needs nvcc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <thrust/fill.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/transform.h>
+#include <thrust/tuple.h>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/core/lor_sources.hpp"
+#include "resproj/core/operations.hpp"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stream.cuh"
+#include "resproj/recon/corrections.hpp"
+#include "resproj/recon/gpu_em.cuh"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace recon {
+
+/// `corrections` resident on the GPU: the mu-map as an image and the
+/// detector efficiencies, with the scale and background.
+struct device_corrections {
+  gpu::device_image<float> mu;
+  gpu::device_buffer<float> efficiency;
+  float scale = 1;
+  float background = 0;
+
+  /// Uploads `c` (queued on `s`, no synchronisation).
+  /// @throws invalid_argument ("c.mu", "c.efficiency") for sizes that do not
+  ///         match the image or the scanner of `sub`.
+  device_corrections(const corrections &c, const sinogram_subsets &sub, gpu::stream_ref s)
+      : mu(sub.image, s), efficiency(0, s), scale(c.scale), background(c.background) {
+    detail::check_corrections(c, sub);
+    mu.upload(span<const float>(c.mu.data(), c.mu.size()), s);
+    efficiency = detail::upload(c.efficiency, s);
+  }
+  /// Additive term per event (see `corrections::background_per_event`).
+  float background_per_event(int num_tof_bins) const {
+    return num_tof_bins > 0 ? background / float(num_tof_bins) : background;
+  }
+};
+
+namespace detail {
+/// m = scale * eff[da] * eff[db] * exp(-mu_integral) for LOR i.
+template <class PairOf> struct correction_op {
+  PairOf pair_of;
+  const float *eff;
+  float scale;
+  __device__ float operator()(const thrust::tuple<std::size_t, float> &t) const {
+    int da, db;
+    pair_of(thrust::get<0>(t), da, db);
+    return lor_correction(scale, eff, da, db, thrust::get<1>(t));
+  }
+};
+struct event_pair {
+  const std::int32_t *pairs;
+  __device__ void operator()(std::size_t i, int &da, int &db) const {
+    da = pairs[2 * i];
+    db = pairs[2 * i + 1];
+  }
+};
+struct sinogram_pair {
+  scanner::sinogram_source<float> src;
+  __device__ void operator()(std::size_t i, int &da, int &db) const {
+    const std::size_t k = src.first + i, nr = std::size_t(src.geometry.num_radial);
+    const std::size_t pv = k / nr;
+    src.geometry.detector_pair(src.first_plane + int(pv / std::size_t(src.num_views)),
+                               src.views[pv % std::size_t(src.num_views)], int(k % nr),
+                               da, db);
+  }
+};
+/// In place: v[i] = op((i, v[i])).
+template <class Op>
+void transform_indexed(float *v, std::size_t n, const Op &op, gpu::stream_ref s) {
+  auto first = thrust::make_zip_iterator(
+      thrust::make_tuple(thrust::counting_iterator<std::size_t>(0), v));
+  thrust::transform(on(s), first, first + n, v, op);
+}
+} // namespace detail
+
+/// The sensitivity image with attenuation and normalisation, `A^T m` over
+/// every LOR of the sinogram of `sub` (m from `c`; attenuation by forward
+/// projection of the mu-map), summed over the subsets into `out` (zeroed
+/// first); or, with `subset` >= 0, of that subset alone. The sinogram
+/// sources carry their layout, so the projections pick their kernels for
+/// sinogram order. Queued on `s`; no synchronisation, no allocation.
+/// @param work device buffer of at least `sub.max_subset_count()` floats
+/// @throws invalid_argument ("work") if too small, ("out") for the wrong size.
+inline void gpu_sensitivity(const sinogram_subsets &sub,
+                            const device_sinogram_subsets &dsub,
+                            const device_corrections &c, span<float> work,
+                            gpu::device_image<float> &out, gpu::stream_ref s,
+                            int subset = -1) {
+  if (work.size() < sub.max_subset_count())
+    resproj::detail::throw_invalid("work", "smaller than the largest subset");
+  if (out.size() != std::size_t(sub.image.num_voxels()))
+    resproj::detail::throw_invalid("out", "size does not match the image");
+  out.zero(s);
+  for (int k = subset < 0 ? 0 : subset; k < (subset < 0 ? sub.num_subsets() : subset + 1);
+       ++k) {
+    const auto src = dsub.source(sub, k);
+    const auto q = work.subspan(0, src.count);
+    gpu::forward(op::non_tof{}, c.mu.cview(), src, q, s);
+    detail::transform_indexed(
+        q.data(), q.size(),
+        detail::correction_op<detail::sinogram_pair>{{src}, c.efficiency.data(), c.scale},
+        s);
+    gpu::back(op::non_tof{}, out.view(), src, span<const float>(q.data(), q.size()), s);
+  }
+}
+
+/// Per-event corrections on the GPU: `m[i]` = scale x efficiencies x
+/// attenuation along event i's LOR (forward projection of the mu-map),
+/// `a[i]` = `c.background_per_event(num_tof_bins)`. Queued on `s`; no
+/// synchronisation, no allocation.
+/// @param detectors detector table (device, xyz per detector)
+/// @param pairs detector pairs of the events (device, 2 per event)
+/// @param m, a outputs, one per event (device)
+/// @throws invalid_argument ("pairs", "m", "a") for sizes that do not match.
+inline void gpu_event_corrections(span<const float> detectors,
+                                  span<const std::int32_t> pairs,
+                                  const device_corrections &c, int num_tof_bins,
+                                  span<float> m, span<float> a, gpu::stream_ref s) {
+  const std::size_t n = pairs.size() / 2;
+  if (pairs.size() % 2 != 0)
+    resproj::detail::throw_invalid("pairs", "size must be even (2 per event)");
+  if (m.size() != n)
+    resproj::detail::throw_invalid("m", "one value per event needed");
+  if (a.size() != n)
+    resproj::detail::throw_invalid("a", "one value per event needed");
+  const detector_pairs<float> lors(detectors.data(), detectors.size() / 3, pairs.data(),
+                                   n);
+  gpu::forward(op::non_tof{}, c.mu.cview(), lors, m, s);
+  detail::transform_indexed(m.data(), n,
+                            detail::correction_op<detail::event_pair>{
+                                {pairs.data()}, c.efficiency.data(), c.scale},
+                            s);
+  if (n > 0)
+    thrust::fill_n(detail::on(s), a.data(), n, c.background_per_event(num_tof_bins));
+}
+
+} // namespace recon
+RESPROJ_NAMESPACE_END

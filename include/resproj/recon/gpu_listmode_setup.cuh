@@ -1,0 +1,154 @@
+/// @file
+/// @brief `gpu_listmode_data`: everything a TOF list-mode OSEM keeps resident
+/// on the GPU, set up in one call: the events (from host arrays or a
+/// list-mode file read straight into device memory), validated, grouped by
+/// subset and reordered once per subset; their multiplicative and additive
+/// corrections; and the sensitivity image with attenuation and
+/// normalisation, computed on a second stream while the events are
+/// prepared. Optionally times each phase into a `phase_table`. Needs nvcc.
+///
+///   recon::gpu_listmode_data data(sub, dsub, io, "scan.lm", corr, tof, s, &phases);
+///   auto b = data.backend(recon::start_image(sub.image, 1.f));
+///   recon::osem(b, iterations, progress);
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/errors.hpp"
+#include "resproj/core/tof.hpp"
+#include "resproj/gpu/device_buffer.cuh"
+#include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/event.cuh"
+#include "resproj/gpu/file_io.cuh"
+#include "resproj/gpu/stream.cuh"
+#include "resproj/recon/cpu_osem.hpp"
+#include "resproj/recon/gpu_corrections.cuh"
+#include "resproj/recon/gpu_listmode_events.cuh"
+#include "resproj/recon/gpu_osem.cuh"
+#include "resproj/recon/phase_timing.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace recon {
+
+/// A TOF (or non-TOF, `tof.num_bins == 0`) list-mode reconstruction's
+/// resident data. Set-up allocates and ends with a synchronisation of `s`;
+/// `backend(x0)` then runs OSEM resident. With a `phase_table`, each set-up
+/// phase is timed on the host (`s` is synchronised at every phase boundary;
+/// the sensitivity is timed with events on its own stream, as overlapped).
+/// Keeps references to `sub` and `dsub`.
+struct gpu_listmode_data {
+  const sinogram_subsets &sub;
+  const device_sinogram_subsets &dsub;
+  gpu::stream_ref s;
+  tof_params<float> tof;
+  device_corrections corr;
+  device_events events;
+  gpu::device_buffer<float> m, a; ///< per-event corrections
+  gpu::device_image<float> sensitivity;
+
+  /// From host events grouped by subset (`lm.offset`), optionally reordered.
+  /// @throws invalid_argument ("lm") if the events are not grouped; as
+  ///         `device_corrections` for `c`.
+  gpu_listmode_data(const sinogram_subsets &sub_, const device_sinogram_subsets &dsub_,
+                    const listmode_data &lm, const corrections &c,
+                    const tof_params<float> &tof_, gpu::stream_ref stream,
+                    bool reorder = true, phase_table *phases = nullptr)
+      : sub(sub_), dsub(dsub_), s(stream), tof(tof_), corr(c, sub, s),
+        sensitivity(sub.image, s) {
+    prepare(reorder, phases, [&](stopwatch &w) {
+      events = upload_events(lm, s);
+      mark(phases, w, "upload", "upload events (host -> device)", double(lm.count()),
+           "events");
+    });
+  }
+
+  /// From the list-mode file `path`, read into device memory through `io`,
+  /// validated against the scanner and `tof`, split and grouped into
+  /// `sub.num_subsets()` subsets and reordered on the GPU. Nothing passes
+  /// through host arrays.
+  /// @throws io_error if the file cannot be read, is damaged or holds events
+  ///         outside the scanner or the TOF bins; as `device_corrections`.
+  gpu_listmode_data(const sinogram_subsets &sub_, const device_sinogram_subsets &dsub_,
+                    gpu::device_file_io &io, const std::string &path,
+                    const corrections &c, const tof_params<float> &tof_,
+                    gpu::stream_ref stream, phase_table *phases = nullptr)
+      : sub(sub_), dsub(dsub_), s(stream), tof(tof_), corr(c, sub, s),
+        sensitivity(sub.image, s) {
+    prepare(true, phases, [&](stopwatch &w) {
+      const auto acquisition = read_events_to_device(
+          io, path, std::int64_t(sub.num_detectors()), tof.num_bins, s);
+      mark(phases, w, "read", "read file -> device, validate",
+           double(acquisition.count()), "events");
+      events = group_by_subset(acquisition, sub.num_subsets(), s);
+      mark(phases, w, "group", "group by subset", double(events.count()), "events");
+    });
+  }
+
+  /// A backend over this data starting from `x0` (host). Keeps references
+  /// to this object.
+  gpu_listmode_backend backend(const std::vector<float> &x0) const {
+    return gpu_listmode_backend(events, detectors(), m.cspan(), a.cspan(), tof,
+                                sensitivity, x0, s);
+  }
+  /// Number of events.
+  std::size_t count() const { return events.count(); }
+  /// The detector table (device).
+  span<const float> detectors() const { return dsub.detectors.cspan(); }
+
+private:
+  void mark(phase_table *phases, stopwatch &w, const char *key, const char *name,
+            double items = 0, const char *item_name = "") {
+    mark_phase(
+        phases, w, [this] { s.synchronize(); }, key, name, items, item_name);
+  }
+
+  /// The common set-up: sensitivity on a second stream, `load_events`
+  /// (fills `events`), reorder, per-event corrections, join.
+  template <class Load>
+  void prepare(bool reorder, phase_table *phases, Load &&load_events) {
+    stopwatch w;
+    gpu::stream side;
+    gpu::event ready, t0(true), t1(true);
+    ready.record(s); // the mu-map and efficiencies are uploaded on s
+    ready.make_wait(side);
+    t0.record(side);
+    {
+      gpu::device_buffer<float> work(sub.max_subset_count(), side);
+      gpu_sensitivity(sub, dsub, corr, work.span(), sensitivity, side);
+    } // work freed in the side stream's order
+    t1.record(side);
+    mark(phases, w, "mu", "mu-map upload, sensitivity queued");
+    try {
+      load_events(w);
+      if (reorder) {
+        gpu_order_subsets(sub.image, tof, detectors(), events, s);
+        mark(phases, w, "reorder",
+             tof.num_bins > 0 ? "reorder per subset (TOF key)" : "reorder per subset",
+             double(count()), "events");
+      }
+      m = gpu::device_buffer<float>(count(), s);
+      a = gpu::device_buffer<float>(count(), s);
+      gpu_event_corrections(detectors(), events.all_pairs(), corr, tof.num_bins, m.span(),
+                            a.span(), s);
+      mark(phases, w, "corr", "per-event corrections (attenuation, eff.)",
+           double(count()), "events");
+    } catch (...) {
+      side.synchronize(); // the sensitivity kernels still use members
+      throw;
+    }
+    t1.make_wait(s);
+    s.synchronize();
+    if (phases) {
+      phases->add("sens_wait", "wait for the sensitivity", w.lap());
+      phases->add("sens", "sensitivity with attenuation (2nd stream)",
+                  1e-3 * double(gpu::event::elapsed_ms(t0, t1)),
+                  double(sub.total_count()), "LORs", true);
+    }
+  }
+};
+
+} // namespace recon
+RESPROJ_NAMESPACE_END
