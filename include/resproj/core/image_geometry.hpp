@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -35,7 +36,7 @@ public:
                  const std::array<double, 3> &voxel_size,
                  const std::array<double, 3> &origin)
       : shape_(shape), voxel_size_(voxel_size), origin_(origin) {
-    for (int k = 0; k < 3; ++k) {
+    for (std::size_t k = 0; k < 3; ++k) {
       const std::string idx = "[" + std::to_string(k) + "]";
       if (shape[k] <= 0)
         detail::throw_invalid("shape" + idx,
@@ -60,7 +61,7 @@ public:
   static image_geometry centred(const std::array<std::int64_t, 3> &shape,
                                 const std::array<double, 3> &voxel_size) {
     std::array<double, 3> origin{};
-    for (int k = 0; k < 3; ++k)
+    for (std::size_t k = 0; k < 3; ++k)
       origin[k] = -(double(shape[k]) - 1.0) * voxel_size[k] / 2.0;
     return image_geometry(shape, voxel_size, origin);
   }
@@ -71,10 +72,12 @@ public:
   /// n0 * n1 * n2.
   std::int64_t num_voxels() const noexcept { return shape_[0] * shape_[1] * shape_[2]; }
   /// Lower edge of the image box along axis k: `origin_k - s_k / 2`.
-  double box_min(int k) const noexcept { return origin_[k] - 0.5 * voxel_size_[k]; }
+  double box_min(int k) const noexcept {
+    return origin_[std::size_t(k)] - 0.5 * voxel_size_[std::size_t(k)];
+  }
   /// Upper edge of the image box along axis k.
   double box_max(int k) const noexcept {
-    return box_min(k) + double(shape_[k]) * voxel_size_[k];
+    return box_min(k) + double(shape_[std::size_t(k)]) * voxel_size_[std::size_t(k)];
   }
 
   friend bool operator==(const image_geometry &a, const image_geometry &b) {
@@ -118,11 +121,12 @@ void check_geometry_in(const image_geometry &g, const std::string &name) {
                   std::string(rule) + " in " + type + " (got " + got + ")");
   };
   for (int k = 0; k < 3; ++k) {
-    const double s = g.voxel_size()[k];
+    const double s = g.voxel_size()[std::size_t(k)];
     if (!finite(s) || !(T(s) >= std::numeric_limits<T>::min()))
       fail("voxel_size", k, s, "must be finite, > 0 and not subnormal");
-    if (!finite(g.origin()[k]))
-      fail("origin", k, g.origin()[k], "must be finite");
+    const double o = g.origin()[std::size_t(k)];
+    if (!finite(o))
+      fail("origin", k, o, "must be finite");
     if (!finite(g.box_min(k)))
       fail("box_min", k, g.box_min(k), "must be finite");
     if (!finite(g.box_max(k)))

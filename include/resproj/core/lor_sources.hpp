@@ -50,7 +50,7 @@ template <class T> struct detector_pairs {
 
   RESPROJ_HD void load(std::size_t i, T a[3], T b[3]) const noexcept {
     const std::size_t da = std::size_t(pairs[2 * i]), db = std::size_t(pairs[2 * i + 1]);
-    for (int k = 0; k < 3; ++k) {
+    for (std::size_t k = 0; k < 3; ++k) {
       a[k] = detectors[3 * da + k];
       b[k] = detectors[3 * db + k];
     }

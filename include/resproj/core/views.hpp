@@ -68,7 +68,7 @@ template <class T> struct lor_view {
   /// End points of LOR i.
   RESPROJ_HD void load(std::size_t i, std::remove_const_t<T> a[3],
                        std::remove_const_t<T> b[3]) const noexcept {
-    for (int k = 0; k < 3; ++k) {
+    for (std::size_t k = 0; k < 3; ++k) {
       a[k] = starts[3 * i + k];
       b[k] = ends[3 * i + k];
     }

@@ -153,7 +153,7 @@ inline nifti_image_info parse_nifti_header(const std::string &path,
     nifti_fail(path, "dim[0] (offset 40): expected 3 dimensions (or up to 7 with the "
                      "extra ones 1), got " +
                          std::to_string(ndim));
-  for (int d = 1; d <= 3; ++d) {
+  for (std::size_t d = 1; d <= 3; ++d) {
     const int n = f.i16(40 + 2 * d);
     if (n < 1)
       nifti_fail(path, "dim[" + std::to_string(d) + "] (offset " +
@@ -162,7 +162,7 @@ inline nifti_image_info parse_nifti_header(const std::string &path,
     info.shape[3 - d] = n;
   }
   for (int d = 4; d <= ndim; ++d) {
-    const int n = f.i16(40 + 2 * d);
+    const int n = f.i16(std::size_t(40 + 2 * d));
     if (n != 1)
       nifti_fail(path,
                  "dim[" + std::to_string(d) + "] (offset " + std::to_string(40 + 2 * d) +
@@ -231,10 +231,10 @@ inline nifti_image_info parse_nifti_header(const std::string &path,
   info.sform_code = f.i16(254);
   auto &A = info.affine;
   std::array<double, 4> pixdim{};
-  for (int d = 0; d < 4; ++d)
+  for (std::size_t d = 0; d < 4; ++d)
     pixdim[d] = f.f32(76 + 4 * d);
   auto check_pixdim = [&](const char *why) {
-    for (int d = 1; d <= 3; ++d)
+    for (std::size_t d = 1; d <= 3; ++d)
       if (!std::isfinite(pixdim[d]) || !(pixdim[d] > 0))
         nifti_fail(path, "pixdim[" + std::to_string(d) + "] (offset " +
                              std::to_string(76 + 4 * d) + "): must be finite and > 0 " +
@@ -242,8 +242,8 @@ inline nifti_image_info parse_nifti_header(const std::string &path,
   };
   if (info.sform_code > 0) {
     info.geometry_source = "sform";
-    for (int r = 0; r < 3; ++r)
-      for (int c = 0; c < 4; ++c)
+    for (std::size_t r = 0; r < 3; ++r)
+      for (std::size_t c = 0; c < 4; ++c)
         A[r][c] = f.f32(280 + 16 * r + 4 * c);
   } else if (info.qform_code > 0) {
     info.geometry_source = "qform";
@@ -264,34 +264,34 @@ inline nifti_image_info parse_nifti_header(const std::string &path,
         {2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b)},
         {2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b}};
     const double scale[3] = {pixdim[1], pixdim[2], pixdim[3] * qfac};
-    for (int r = 0; r < 3; ++r) {
-      for (int col = 0; col < 3; ++col)
+    for (std::size_t r = 0; r < 3; ++r) {
+      for (std::size_t col = 0; col < 3; ++col)
         A[r][col] = R[r][col] * scale[col];
       A[r][3] = f.f32(268 + 4 * r);
     }
   } else {
     info.geometry_source = "pixdim";
     check_pixdim("(no sform or qform)");
-    for (int r = 0; r < 3; ++r)
+    for (std::size_t r = 0; r < 3; ++r)
       A[r][r] = pixdim[r + 1];
   }
   const std::string src = info.geometry_source;
   double maxdiag = 0;
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 4; ++c)
+  for (std::size_t r = 0; r < 3; ++r)
+    for (std::size_t c = 0; c < 4; ++c)
       if (!std::isfinite(A[r][c]))
         nifti_fail(path, src + " affine: entry (" + std::to_string(r) + "," +
                              std::to_string(c) + ") is not finite");
-  for (int r = 0; r < 3; ++r)
+  for (std::size_t r = 0; r < 3; ++r)
     maxdiag = std::max(maxdiag, std::fabs(A[r][r]));
-  for (int r = 0; r < 3; ++r) {
+  for (std::size_t r = 0; r < 3; ++r) {
     if (!(std::fabs(A[r][r]) > 1.0e-5 * maxdiag) || A[r][r] == 0)
       nifti_fail(path, src + " affine: not axis-aligned (diagonal entry (" +
                            std::to_string(r) + "," + std::to_string(r) + ") is " +
                            nifti_num(A[r][r]) +
                            "); oblique, rotated or axis-permuted images are not "
                            "supported");
-    for (int c = 0; c < 3; ++c)
+    for (std::size_t c = 0; c < 3; ++c)
       if (c != r && std::fabs(A[r][c]) > 1.0e-5 * maxdiag)
         nifti_fail(path, src + " affine: oblique or rotated (entry (" +
                              std::to_string(r) + "," + std::to_string(c) +
@@ -299,8 +299,8 @@ inline nifti_image_info parse_nifti_header(const std::string &path,
                              "); only affines that are diagonal up to sign are "
                              "supported");
   }
-  for (int a = 0; a < 3; ++a) {
-    const int k = 2 - a; // NIfTI axis a <-> resproj axis k
+  for (std::size_t a = 0; a < 3; ++a) {
+    const std::size_t k = 2 - a; // NIfTI axis a <-> resproj axis k
     const double m = A[a][a] * unit, t = A[a][3] * unit;
     info.voxel_size[k] = std::fabs(m);
     info.flipped[k] = m < 0;

@@ -50,7 +50,7 @@ nifti_header_bytes(const image_geometry &geometry, std::size_t count,
     resproj::detail::throw_invalid(
         data_name, "has " + std::to_string(count) + " elements, geometry has " +
                        std::to_string(geometry.num_voxels()) + " voxels");
-  for (int k = 0; k < 3; ++k) {
+  for (std::size_t k = 0; k < 3; ++k) {
     const std::string idx = "[" + std::to_string(k) + "]";
     if (shape[k] > 32767)
       resproj::detail::throw_invalid("geometry.shape" + idx,
@@ -69,14 +69,14 @@ nifti_header_bytes(const image_geometry &geometry, std::size_t count,
   put(0, std::int32_t(348));
   hdr[38] = 'r'; // "regular"
   put(40, std::int16_t(3));
-  for (int d = 1; d <= 3; ++d)
+  for (std::size_t d = 1; d <= 3; ++d)
     put(40 + 2 * d, std::int16_t(shape[3 - d]));
-  for (int d = 4; d <= 7; ++d)
+  for (std::size_t d = 4; d <= 7; ++d)
     put(40 + 2 * d, std::int16_t(1));
   put(70, std::int16_t(std::is_same_v<T, float> ? 16 : 64));
   put(72, std::int16_t(8 * sizeof(T)));
   put(76, 1.0f); // pixdim[0] = qfac = 1
-  for (int d = 1; d <= 3; ++d)
+  for (std::size_t d = 1; d <= 3; ++d)
     put(76 + 4 * d, float(geometry.voxel_size()[3 - d]));
   put(108, float(nifti_min_vox_offset));
   put(112, 1.0f); // scl_slope
@@ -87,10 +87,10 @@ nifti_header_bytes(const image_geometry &geometry, std::size_t count,
   put(252, std::int16_t(1)); // qform_code: scanner anatomical
   put(254, std::int16_t(1)); // sform_code: scanner anatomical
   // quatern_b/c/d = 0 (identity rotation)
-  for (int a = 0; a < 3; ++a) {
+  for (std::size_t a = 0; a < 3; ++a) {
     const float o = float(geometry.origin()[2 - a]);
     put(268 + 4 * a, o); // qoffset
-    for (int c = 0; c < 4; ++c)
+    for (std::size_t c = 0; c < 4; ++c)
       put(280 + 16 * a + 4 * c, c == a   ? float(geometry.voxel_size()[2 - a])
                                 : c == 3 ? o
                                          : 0.0f);

@@ -3,6 +3,7 @@
 /// strides and box edges precomputed once per call on the host.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -26,9 +27,10 @@ template <class T> struct image_grid {
   static image_grid from(const image_geometry &g) noexcept {
     image_grid r{};
     for (int k = 0; k < 3; ++k) {
-      r.shape[k] = g.shape()[k];
-      r.voxel_size[k] = T(g.voxel_size()[k]);
-      r.origin[k] = T(g.origin()[k]);
+      const std::size_t a = std::size_t(k);
+      r.shape[k] = g.shape()[a];
+      r.voxel_size[k] = T(g.voxel_size()[a]);
+      r.origin[k] = T(g.origin()[a]);
       r.box_min[k] = T(g.box_min(k));
       r.box_max[k] = T(g.box_max(k));
     }

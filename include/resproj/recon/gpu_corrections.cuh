@@ -89,7 +89,7 @@ template <class Op>
 void transform_indexed(float *v, std::size_t n, const Op &op, gpu::stream_ref s) {
   auto first = thrust::make_zip_iterator(
       thrust::make_tuple(thrust::counting_iterator<std::size_t>(0), v));
-  thrust::transform(on(s), first, first + n, v, op);
+  thrust::transform(on(s), first, first + std::ptrdiff_t(n), v, op);
 }
 } // namespace detail
 

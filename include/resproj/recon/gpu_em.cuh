@@ -72,7 +72,8 @@ void gpu_em_ratio(span<T> q, span<const T> m, span<const T> a, gpu::stream_ref s
   detail::check_same_size(m, q.size(), "m");
   detail::check_same_size(a, q.size(), "a");
   auto in = thrust::make_zip_iterator(thrust::make_tuple(q.data(), m.data(), a.data()));
-  thrust::transform(detail::on(s), in, in + q.size(), q.data(), detail::ratio_of<T>{});
+  thrust::transform(detail::on(s), in, in + std::ptrdiff_t(q.size()), q.data(),
+                    detail::ratio_of<T>{});
 }
 
 /// Sinogram (or histogrammed) data: `q[i] = m[i] y[i] / (m[i] q[i] + a[i])`
@@ -88,7 +89,8 @@ void gpu_em_ratio(span<T> q, span<const T> m, span<const T> a, span<const T> y,
   detail::check_same_size(y, q.size(), "y");
   auto in = thrust::make_zip_iterator(
       thrust::make_tuple(q.data(), m.data(), a.data(), y.data()));
-  thrust::transform(detail::on(s), in, in + q.size(), q.data(), detail::ratio_of<T>{});
+  thrust::transform(detail::on(s), in, in + std::ptrdiff_t(q.size()), q.data(),
+                    detail::ratio_of<T>{});
 }
 
 /// The EM image update `x = x g / (sensitivity_scale * sens)` (0 where the
@@ -109,7 +111,7 @@ void gpu_em_update(gpu::device_image<T> &x, const gpu::device_image<T> &g,
     resproj::detail::throw_invalid("sens", "size does not match the image");
   auto in =
       thrust::make_zip_iterator(thrust::make_tuple(x.data(), g.data(), sens.data()));
-  thrust::transform(detail::on(s), in, in + x.size(), x.data(),
+  thrust::transform(detail::on(s), in, in + std::ptrdiff_t(x.size()), x.data(),
                     detail::update_of<T>{sensitivity_scale});
 }
 
