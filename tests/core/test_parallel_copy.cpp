@@ -10,7 +10,7 @@
 
 namespace {
 
-TEST(parallel_copier, copies_every_byte_for_many_sizes) {
+TEST(ParallelCopier, CopiesEveryByteForManySizes) {
   for (unsigned workers : {0u, 1u, 3u}) {
     resproj::gpu::detail::parallel_copier copier(workers);
     for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000),
@@ -25,7 +25,7 @@ TEST(parallel_copier, copies_every_byte_for_many_sizes) {
   }
 }
 
-TEST(parallel_copier, reusable_many_times) {
+TEST(ParallelCopier, ReusableManyTimes) {
   resproj::gpu::detail::parallel_copier copier(2);
   std::vector<float> src(600000), dst(600000);
   for (int round = 0; round < 50; ++round) {
@@ -36,7 +36,7 @@ TEST(parallel_copier, reusable_many_times) {
   }
 }
 
-TEST(parallel_copier, concurrent_callers_are_serialised) {
+TEST(ParallelCopier, ConcurrentCallersAreSerialised) {
   resproj::gpu::detail::parallel_copier copier(2);
   auto caller = [&](std::uint8_t value) {
     std::vector<std::uint8_t> src((std::size_t(3) << 20) + 5, value), dst(src.size());

@@ -1,8 +1,9 @@
-// Back projection is the transpose of forward projection:
-// <A x, y> == <x, A^T y> on random data (docs/projection.md "Back
-// projection"), for several grids and LOR sets; both accumulation
-// strategies give the same image; back projection accumulates; results do
-// not depend on thread count or on splitting the LORs into chunks.
+// CPU back projection as the transpose of forward projection, LOR by LOR
+// (docs/projection.md "Back projection"; the dot-product test on random
+// data, <A x, y> == <x, A^T y>, is in tests/contract for every executor);
+// both accumulation strategies give the same image; back projection
+// accumulates; results do not depend on thread count or on splitting the
+// LORs into chunks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -47,39 +48,6 @@ std::vector<named_grid> grids() {
   };
 }
 
-enum class lor_kind { outside, anywhere, scanner, degenerate };
-const char *name_of(lor_kind k) {
-  switch (k) {
-  case lor_kind::outside:
-    return "outside";
-  case lor_kind::anywhere:
-    return "anywhere";
-  case lor_kind::scanner:
-    return "scanner";
-  default:
-    return "degenerate";
-  }
-}
-
-template <class T>
-rt::lor_set<T> make_lors(lor_kind k, const rt::grid &g, std::size_t n,
-                         std::uint64_t seed) {
-  switch (k) {
-  case lor_kind::outside:
-    return rt::outside_lors<T>(g, n, seed);
-  case lor_kind::anywhere:
-    return rt::anywhere_lors<T>(g, n, seed);
-  case lor_kind::scanner: {
-    rt::scanner_params p;
-    p.detectors_per_ring = 32;
-    p.rings = 4;
-    return rt::scanner_lors<T>(g, p, n, seed);
-  }
-  default:
-    return rt::degenerate_lors<T>(g);
-  }
-}
-
 template <class T>
 std::vector<T> forward(const rt::grid &g, const std::vector<T> &x,
                        const rt::lor_set<T> &lors, const cpu::options &opt = {}) {
@@ -96,33 +64,6 @@ std::vector<T> back(const rt::grid &g, const rt::lor_set<T> &lors,
   cpu::back(op::non_tof{}, rt::image_of(image, g), rt::view_of(lors), rt::cspan_of(y),
             opt);
   return image;
-}
-
-TYPED_TEST(Adjoint, DotProductTestOnRandomData) {
-  using T = TypeParam;
-  std::uint64_t seed = 0;
-  for (const auto &ng : grids()) {
-    for (lor_kind kind : {lor_kind::outside, lor_kind::anywhere, lor_kind::scanner,
-                          lor_kind::degenerate}) {
-      for (int rep = 0; rep < 3; ++rep) {
-        ++seed;
-        const auto &g = ng.g;
-        const auto lors = make_lors<T>(kind, g, 4000, seed);
-        const auto x = rt::random_values<T>(std::size_t(g.num_voxels()), 100 + seed);
-        const auto y = rt::random_values<T>(lors.size(), 200 + seed);
-        const auto ax = forward(g, x, lors);
-        const auto aty = back(g, lors, y);
-        const double lhs = rt::dot(ax, y), rhs = rt::dot(x, aty);
-        ASSERT_GT(lhs, 0.0) << ng.name << ", " << name_of(kind)
-                            << ": no LOR hits the image";
-        EXPECT_LT(rt::adjoint_mismatch(lhs, rhs), rt::bounds<T>::adjoint)
-            << ng.name << ", " << name_of(kind) << " LORs, seed " << seed
-            << ": <Ax,y> = " << lhs << ", <x,A^T y> = " << rhs;
-        if (kind == lor_kind::degenerate)
-          break; // one fixed set
-      }
-    }
-  }
 }
 
 // Per-LOR transposition: the back projection of a single unit value is the

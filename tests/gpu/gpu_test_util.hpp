@@ -2,9 +2,9 @@
 /// @brief Shared helpers for GPU tests: skip cleanly when no CUDA device is
 /// present. Include from `.cu` test files (needs the CUDA runtime headers).
 ///
-///   TEST(x, y) { RESPROJ_REQUIRE_GPU(); ... }     // plain test
-///   class my_fixture : public gpu_test { ... };    // fixture whose SetUp skips
-///   TEST_F(gpu_test, z) { ... }                    // or use it directly
+///   TEST(X, Y) { RESPROJ_REQUIRE_GPU(); ... }     // plain test
+///   class MyFixture : public GpuTest { ... };    // fixture whose SetUp skips
+///   TEST_F(GpuTest, Z) { ... }                    // or use it directly
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -38,9 +38,9 @@ inline std::string gpu_unavailable_reason() {
 }
 
 /// Fixture base: skips the test (GTEST_SKIP) when no CUDA device is present.
-/// Derived fixtures that override SetUp must call `gpu_test::SetUp()` first
+/// Derived fixtures that override SetUp must call `GpuTest::SetUp()` first
 /// and return if `IsSkipped()`.
-class gpu_test : public ::testing::Test {
+class GpuTest : public ::testing::Test {
 protected:
   void SetUp() override {
     if (::resproj::gpu::device_count() == 0)
@@ -73,7 +73,7 @@ std::vector<T> download(const ::resproj::gpu::device_image<T> &img,
 } // namespace resproj
 
 using resproj::test::download;
-using resproj::test::gpu_test;
+using resproj::test::GpuTest;
 
 /// Skips the current test (GTEST_SKIP, returns from the test function) when
 /// no CUDA device is present, with the reason in the skip message.

@@ -36,7 +36,7 @@ namespace {
 
 const rp::op::non_tof non_tof{};
 
-TEST(gpu_compiled, host_compiler_can_project) {
+TEST(GpuCompiled, HostCompilerCanProject) {
   if (gc::device_count() == 0)
     GTEST_SKIP() << "no CUDA device available";
   const auto g = rp::image_geometry::centred({8, 12, 10}, {2.0, 1.0, 3.0});
@@ -91,7 +91,7 @@ TEST(gpu_compiled, host_compiler_can_project) {
   }
 }
 
-TEST(gpu_compiled, rejects_host_memory) {
+TEST(GpuCompiled, RejectsHostMemory) {
   if (gc::device_count() == 0)
     GTEST_SKIP() << "no CUDA device available";
   const auto g = rp::image_geometry::centred({4, 4, 4}, {1.0, 1.0, 1.0});
@@ -141,7 +141,7 @@ double rel_diff(const std::vector<float> &a, const std::vector<float> &b) {
   return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
 }
 
-TEST(gpu_compiled, detector_pairs_and_sinogram_sources) {
+TEST(GpuCompiled, DetectorPairsAndSinogramSources) {
   if (gc::device_count() == 0)
     GTEST_SKIP() << "no CUDA device available";
   namespace rs = rp::scanner;

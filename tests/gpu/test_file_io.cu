@@ -109,7 +109,7 @@ void expect_method(const gpu::file_io_result &r, const gpu::file_io_options &o) 
   }
 }
 
-TEST_F(gpu_test, read_ranges_for_thread_counts_and_odd_sizes) {
+TEST_F(GpuTest, ReadRangesForThreadCountsAndOddSizes) {
   temp_dir dir;
   const std::string path = dir.file("data.bin");
   const std::size_t size = 1000003; // not a multiple of the task size
@@ -153,7 +153,7 @@ TEST_F(gpu_test, read_ranges_for_thread_counts_and_odd_sizes) {
     EXPECT_EQ(r, results.front());
 }
 
-TEST_F(gpu_test, zero_one_and_small_reads) {
+TEST_F(GpuTest, ZeroOneAndSmallReads) {
   temp_dir dir;
   const std::string path = dir.file("small.bin");
   const auto bytes = random_bytes(5000, 2);
@@ -182,7 +182,7 @@ TEST_F(gpu_test, zero_one_and_small_reads) {
   expect_io_error([&] { gpu::read_file(dir.file("none"), 0, nullptr, 0, s); }, {"none"});
 }
 
-TEST_F(gpu_test, path_errors_truncation_and_host_pointers) {
+TEST_F(GpuTest, PathErrorsTruncationAndHostPointers) {
   temp_dir dir;
   const std::string path = dir.file("short.bin");
   const auto bytes = random_bytes(100000, 3);
@@ -216,7 +216,7 @@ TEST_F(gpu_test, path_errors_truncation_and_host_pointers) {
                  "options.buffers_per_worker");
 }
 
-TEST_F(gpu_test, write_round_trip_for_thread_counts_and_offset) {
+TEST_F(GpuTest, WriteRoundTripForThreadCountsAndOffset) {
   temp_dir dir;
   gpu::stream s;
   const auto bytes = random_bytes(777777, 4);
@@ -252,7 +252,7 @@ TEST_F(gpu_test, write_round_trip_for_thread_counts_and_offset) {
   expect_io_error([&] { io.write(dir.dir(), 0, src, s); }, {"directory"});
 }
 
-TEST_F(gpu_test, stream_order_read_after_fill_and_before_use) {
+TEST_F(GpuTest, StreamOrderReadAfterFillAndBeforeUse) {
   // A fill queued before the read must not overwrite the read data; the
   // copy back queued after it must see them.
   temp_dir dir;
@@ -274,7 +274,7 @@ TEST_F(gpu_test, stream_order_read_after_fill_and_before_use) {
   }
 }
 
-TEST_F(gpu_test, mapped_reads_follow_file_changes_and_release_the_mapping) {
+TEST_F(GpuTest, MappedReadsFollowFileChangesAndReleaseTheMapping) {
   // The mapped path copies from the page cache: a rewrite between reads is
   // seen, and no registration or mapping outlives a read (the file can be
   // truncated and removed; a later read into a longer range fails cleanly).
@@ -309,7 +309,7 @@ TEST_F(gpu_test, mapped_reads_follow_file_changes_and_release_the_mapping) {
   EXPECT_STREQ(gpu::io_method_name(gpu::io_method::mapped), "mapped");
 }
 
-TEST_F(gpu_test, whichever_path_is_available_runs_and_is_reported) {
+TEST_F(GpuTest, WhicheverPathIsAvailableRunsAndIsReported) {
   temp_dir dir;
   const std::string path = dir.file("gds.bin");
   const auto bytes = random_bytes(3 << 20, 6);
@@ -342,7 +342,7 @@ TEST_F(gpu_test, whichever_path_is_available_runs_and_is_reported) {
   }
 }
 
-TEST_F(gpu_test, npy_round_trip_and_header_errors) {
+TEST_F(GpuTest, NpyRoundTripAndHeaderErrors) {
   temp_dir dir;
   gpu::stream s;
   gpu::device_file_io io(small_tasks(3));
@@ -387,7 +387,7 @@ TEST_F(gpu_test, npy_round_trip_and_header_errors) {
                  "shape");
 }
 
-TEST_F(gpu_test, nifti_round_trip) {
+TEST_F(GpuTest, NiftiRoundTrip) {
   temp_dir dir;
   gpu::stream s;
   gpu::device_file_io io(small_tasks(2));
@@ -420,7 +420,7 @@ TEST_F(gpu_test, nifti_round_trip) {
                   {"t.nii"});
 }
 
-TEST_F(gpu_test, listmode_and_raw_round_trip) {
+TEST_F(GpuTest, ListmodeAndRawRoundTrip) {
   temp_dir dir;
   gpu::stream s;
   auto mapped = small_tasks(4);

@@ -54,7 +54,7 @@ void spoil(rp::listmode_event &e, std::uint32_t nd, int nb, rt::rng &random) {
   }
 }
 
-TEST_F(gpu_test, validation_finds_count_and_first_bad_event) {
+TEST_F(GpuTest, ValidationFindsCountAndFirstBadEvent) {
   const std::uint32_t nd = 1000;
   const int nb = 13;
   rt::rng random(41);
@@ -114,7 +114,7 @@ TEST_F(gpu_test, validation_finds_count_and_first_bad_event) {
   }
 }
 
-TEST_F(gpu_test, validation_of_no_events) {
+TEST_F(GpuTest, ValidationOfNoEvents) {
   gpu::stream s;
   const auto r = gpu::validate_events(rp::span<const rp::listmode_event>(), 10, 3, s);
   EXPECT_EQ(r.num_invalid, 0u);
@@ -131,7 +131,7 @@ TEST_F(gpu_test, validation_of_no_events) {
   EXPECT_EQ(h.first_invalid, 0u);
 }
 
-TEST_F(gpu_test, conversion_round_trips) {
+TEST_F(GpuTest, ConversionRoundTrips) {
   rt::rng random(7);
   const std::size_t n = 100003;
   auto ev = random_events(n, 0xffffffffu, 30000, random);
@@ -183,7 +183,7 @@ TEST_F(gpu_test, conversion_round_trips) {
     EXPECT_EQ(packed[i].tof_bin(), 0);
 }
 
-TEST_F(gpu_test, listmode_events_bad_arguments) {
+TEST_F(GpuTest, ListmodeEventsBadArguments) {
   gpu::stream s;
   gpu::device_buffer<rp::listmode_event> d_ev(4, s);
   gpu::device_buffer<std::int32_t> d_pairs(8, s);

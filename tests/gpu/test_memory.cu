@@ -110,7 +110,7 @@ node_counts count_nodes(cudaGraph_t graph) {
 // Errors
 // ---------------------------------------------------------------------------
 
-TEST(gpu_error_classification, sticky_codes) {
+TEST(GpuErrorClassification, StickyCodes) {
   // Pure classification: runs without a GPU.
   EXPECT_TRUE(gpu::is_sticky(cudaErrorIllegalAddress));
   EXPECT_TRUE(gpu::is_sticky(cudaErrorLaunchFailure));
@@ -126,7 +126,7 @@ TEST(gpu_error_classification, sticky_codes) {
   EXPECT_FALSE(gpu::is_sticky(cudaErrorUnknown));
 }
 
-TEST_F(gpu_test, out_of_memory_is_translated_and_cleared) {
+TEST_F(GpuTest, OutOfMemoryIsTranslatedAndCleared) {
   void *p = nullptr;
   bool thrown = false;
   try {
@@ -149,7 +149,7 @@ TEST_F(gpu_test, out_of_memory_is_translated_and_cleared) {
   RESPROJ_CUDA_TRY(cudaFree(p));
 }
 
-TEST_F(gpu_test, device_buffer_out_of_memory) {
+TEST_F(GpuTest, DeviceBufferOutOfMemory) {
   gpu::stream s;
   EXPECT_THROW(gpu::device_buffer<char>(std::size_t(1) << 52, s), rp::gpu_out_of_memory);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
@@ -158,7 +158,7 @@ TEST_F(gpu_test, device_buffer_out_of_memory) {
   EXPECT_EQ(download(ok), std::vector<float>(1000, 1.0f));
 }
 
-TEST_F(gpu_test, invalid_value_is_plain_gpu_error) {
+TEST_F(GpuTest, InvalidValueIsPlainGpuError) {
   bool thrown = false;
   try {
     RESPROJ_CUDA_TRY(cudaDeviceGetAttribute(nullptr, cudaDevAttrWarpSize, 0));
@@ -182,7 +182,7 @@ TEST_F(gpu_test, invalid_value_is_plain_gpu_error) {
 // Devices and pointers
 // ---------------------------------------------------------------------------
 
-TEST_F(gpu_test, device_guard_restores) {
+TEST_F(GpuTest, DeviceGuardRestores) {
   const int before = gpu::current_device();
   {
     gpu::device_guard guard(before);
@@ -208,7 +208,7 @@ TEST_F(gpu_test, device_guard_restores) {
   }
 }
 
-TEST_F(gpu_test, query_pointer_kinds) {
+TEST_F(GpuTest, QueryPointerKinds) {
   const int dev = gpu::current_device();
   gpu::stream s;
 
@@ -280,7 +280,7 @@ TEST_F(gpu_test, query_pointer_kinds) {
 // Streams and events
 // ---------------------------------------------------------------------------
 
-TEST_F(gpu_test, stream_is_non_blocking_and_knows_its_device) {
+TEST_F(GpuTest, StreamIsNonBlockingAndKnowsItsDevice) {
   gpu::stream s;
   unsigned flags = 0;
   RESPROJ_CUDA_TRY(cudaStreamGetFlags(s.get(), &flags));
@@ -297,7 +297,7 @@ TEST_F(gpu_test, stream_is_non_blocking_and_knows_its_device) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, stream_ref_conversions_and_legacy_rejection) {
+TEST_F(GpuTest, StreamRefConversionsAndLegacyRejection) {
   gpu::stream s;
   const cuda::stream_ref cccl(s.get());
   const gpu::stream_ref from_cccl(cccl);
@@ -323,7 +323,7 @@ TEST_F(gpu_test, stream_ref_conversions_and_legacy_rejection) {
   EXPECT_EQ(download(d), std::vector<int>(100, 5));
 }
 
-TEST_F(gpu_test, moved_from_stream_is_not_destroyed_twice) {
+TEST_F(GpuTest, MovedFromStreamIsNotDestroyedTwice) {
   gpu::stream a;
   const cudaStream_t handle = a.get();
   gpu::stream b(std::move(a));
@@ -344,7 +344,7 @@ TEST_F(gpu_test, moved_from_stream_is_not_destroyed_twice) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, event_timing_and_cross_stream_wait) {
+TEST_F(GpuTest, EventTimingAndCrossStreamWait) {
   gpu::stream producer, consumer;
   gpu::event start(true), stop(true);
   gpu::device_buffer<float> d(std::size_t(1) << 24, producer);
@@ -390,7 +390,7 @@ TEST_F(gpu_test, event_timing_and_cross_stream_wait) {
 // Memory pool
 // ---------------------------------------------------------------------------
 
-TEST_F(gpu_test, memory_pool_configuration) {
+TEST_F(GpuTest, MemoryPoolConfiguration) {
   const int dev = gpu::current_device();
   gpu::stream s;
   { gpu::device_buffer<float> warm(16, s); } // first allocation configures the pool
@@ -417,7 +417,7 @@ TEST_F(gpu_test, memory_pool_configuration) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, pool_usage_returns_to_baseline) {
+TEST_F(GpuTest, PoolUsageReturnsToBaseline) {
   const int dev = gpu::current_device();
   gpu::stream s;
   s.synchronize();
@@ -444,11 +444,11 @@ TEST_F(gpu_test, pool_usage_returns_to_baseline) {
 // device_buffer
 // ---------------------------------------------------------------------------
 
-template <class T> class device_buffer_typed : public gpu_test {};
+template <class T> class DeviceBufferTyped : public GpuTest {};
 using element_types = ::testing::Types<float, double, sample>;
-TYPED_TEST_SUITE(device_buffer_typed, element_types);
+TYPED_TEST_SUITE(DeviceBufferTyped, element_types);
 
-TYPED_TEST(device_buffer_typed, roundtrip) {
+TYPED_TEST(DeviceBufferTyped, Roundtrip) {
   using T = TypeParam;
   gpu::stream s;
   const std::size_t n = 100003;
@@ -507,7 +507,7 @@ TYPED_TEST(device_buffer_typed, roundtrip) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, zero_size_buffer) {
+TEST_F(GpuTest, ZeroSizeBuffer) {
   gpu::stream s;
   const int dev = gpu::current_device();
   s.synchronize();
@@ -536,7 +536,7 @@ TEST_F(gpu_test, zero_size_buffer) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, move_semantics) {
+TEST_F(GpuTest, MoveSemantics) {
   const int dev = gpu::current_device();
   gpu::stream s;
   s.synchronize();
@@ -571,7 +571,7 @@ TEST_F(gpu_test, move_semantics) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, fill_values) {
+TEST_F(GpuTest, FillValues) {
   gpu::stream s, other;
   const std::size_t n = 3000001; // more than one grid-stride sweep
   gpu::device_buffer<float> f(n, s);
@@ -618,7 +618,7 @@ TEST_F(gpu_test, fill_values) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, bad_copies_throw_before_touching_anything) {
+TEST_F(GpuTest, BadCopiesThrowBeforeTouchingAnything) {
   gpu::stream s;
   gpu::device_buffer<float> d(100, s);
   d.fill(7.0f);
@@ -677,7 +677,7 @@ TEST_F(gpu_test, bad_copies_throw_before_touching_anything) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, stream_of_another_device_is_rejected) {
+TEST_F(GpuTest, StreamOfAnotherDeviceIsRejected) {
   if (gpu::device_count() < 2)
     GTEST_SKIP() << "needs two devices";
   gpu::stream on1(1);
@@ -685,7 +685,7 @@ TEST_F(gpu_test, stream_of_another_device_is_rejected) {
   expect_invalid_argument([&] { gpu::device_buffer<float>(10, on1); }, "stream");
 }
 
-TEST_F(gpu_test, buffers_on_two_devices) {
+TEST_F(GpuTest, BuffersOnTwoDevices) {
   if (gpu::device_count() < 2)
     GTEST_SKIP() << "needs two devices";
   gpu::device_guard on0(0);
@@ -735,7 +735,7 @@ TEST_F(gpu_test, buffers_on_two_devices) {
 // A buffer allocated before the capture and destroyed during it: nothing is
 // recorded into the graph, the capture stays valid, the allocation is parked
 // and freed (on its stream) by flush_deferred_frees after the capture.
-TEST_F(gpu_test, destroy_during_capture_parks_the_free) {
+TEST_F(GpuTest, DestroyDuringCaptureParksTheFree) {
   const int dev = gpu::current_device();
   gpu::stream s;
   gpu::device_buffer<float> out(1024, s);
@@ -785,7 +785,7 @@ TEST_F(gpu_test, destroy_during_capture_parks_the_free) {
 
 // A temporary allocated and destroyed inside the capture: allocation and free
 // become graph nodes, and the graph can be launched repeatedly.
-TEST_F(gpu_test, temporary_inside_capture_becomes_graph_alloc_and_free) {
+TEST_F(GpuTest, TemporaryInsideCaptureBecomesGraphAllocAndFree) {
   gpu::stream s;
   gpu::device_buffer<float> out(4096, s);
   out.zero();
@@ -827,7 +827,7 @@ TEST_F(gpu_test, temporary_inside_capture_becomes_graph_alloc_and_free) {
 // allocation is freed (outside the graph) on the buffer's stream, which CUDA
 // allows once the graph has been launched; the relaunch then succeeds (it
 // would fail with an unfreed allocation).
-TEST_F(gpu_test, graph_allocation_outliving_its_capture) {
+TEST_F(GpuTest, GraphAllocationOutlivingItsCapture) {
   gpu::stream s;
   ASSERT_EQ(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeGlobal), cudaSuccess);
   auto kept = std::make_unique<gpu::device_buffer<float>>(1024, s);
@@ -857,7 +857,7 @@ TEST_F(gpu_test, graph_allocation_outliving_its_capture) {
 // frees normally and does not disturb the capture (CUDA refuses these pool
 // calls in global mode unless made in relaxed mode). So does creating and
 // destroying a pinned buffer, and querying the pool.
-TEST_F(gpu_test, unrelated_frees_during_global_capture) {
+TEST_F(GpuTest, UnrelatedFreesDuringGlobalCapture) {
   const int dev = gpu::current_device();
   gpu::stream captured, idle;
   gpu::device_buffer<float> out(256, captured);
@@ -900,7 +900,7 @@ TEST_F(gpu_test, unrelated_frees_during_global_capture) {
 // A capture invalidated by an illegal call: destroying buffers then leaves no
 // stale error; the parked free is drained by the next allocation on the
 // stream, and a gpu::stream drains on destruction.
-TEST_F(gpu_test, destroy_during_invalidated_capture) {
+TEST_F(GpuTest, DestroyDuringInvalidatedCapture) {
   const int dev = gpu::current_device();
   const std::size_t parked_before = gpu::deferred_free_count();
   std::uint64_t used_before = 0;
@@ -949,7 +949,7 @@ TEST_F(gpu_test, destroy_during_invalidated_capture) {
 // pinned_buffer
 // ---------------------------------------------------------------------------
 
-TEST_F(gpu_test, pinned_buffer_roundtrip_and_moves) {
+TEST_F(GpuTest, PinnedBufferRoundtripAndMoves) {
   gpu::stream s;
   gpu::pinned_buffer<double> h(1000);
   EXPECT_EQ(h.size(), 1000u);

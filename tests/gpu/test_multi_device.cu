@@ -35,7 +35,7 @@ const bool nvls_off = [] { return ::setenv("NCCL_NVLS_ENABLE", "0", 0) == 0; }()
 
 // ----------------------------------------------------------- host-only --
 
-TEST(multi_device_cpu, split_is_proportional_and_covers_everything) {
+TEST(MultiDeviceCpu, SplitIsProportionalAndCoversEverything) {
   const auto r = gpu::split_lors(1000, 3, {1.0, 2.0, 1.0});
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].first, 0u);
@@ -61,7 +61,7 @@ TEST(multi_device_cpu, split_is_proportional_and_covers_everything) {
   expect_invalid([] { gpu::split_lors(10, 2, {}, 3); }, "granule");
 }
 
-TEST(multi_device_cpu, bad_device_sets_are_rejected) {
+TEST(MultiDeviceCpu, BadDeviceSetsAreRejected) {
   expect_invalid([] { gpu::device_set s(std::vector<int>{}); }, "devices");
   expect_invalid([] { gpu::device_set s({0, 0}); }, "devices");
   expect_invalid([] { gpu::device_set s({gpu::device_count()}); }, "devices");
@@ -317,9 +317,9 @@ void check_against(const host_problem &h, const gpu::device_set &devices,
   streams.synchronize();
 }
 
-class multi_device : public gpu_test {};
+class MultiDevice : public GpuTest {};
 
-TEST_F(multi_device, one_device_equals_the_single_device_api) {
+TEST_F(MultiDevice, OneDeviceEqualsTheSingleDeviceApi) {
   const host_problem h;
   const reference ref = single_device(h, 0);
   const gpu::device_set one({0});
@@ -327,7 +327,7 @@ TEST_F(multi_device, one_device_equals_the_single_device_api) {
   check_against(h, one, ref, true, gpu::reduce_method::automatic, true);
 }
 
-TEST_F(multi_device, every_device_matches_one_device) {
+TEST_F(MultiDevice, EveryDeviceMatchesOneDevice) {
   if (gpu::device_count() < 2)
     GTEST_SKIP() << "needs 2 CUDA devices, found " << gpu::device_count();
   const host_problem h;
@@ -376,7 +376,7 @@ TEST_F(multi_device, every_device_matches_one_device) {
   check_against(h, pair, ref, false, gpu::reduce_method::automatic, true);
 }
 
-TEST_F(multi_device, replicas_are_uploaded_and_broadcast_to_every_device) {
+TEST_F(MultiDevice, ReplicasAreUploadedAndBroadcastToEveryDevice) {
   const host_problem h;
   const gpu::device_set devices = gpu::device_set::all();
   const int n = devices.size();
@@ -399,7 +399,7 @@ TEST_F(multi_device, replicas_are_uploaded_and_broadcast_to_every_device) {
   streams.synchronize();
 }
 
-TEST_F(multi_device, uneven_weights_split_whole_rows) {
+TEST_F(MultiDevice, UnevenWeightsSplitWholeRows) {
   const host_problem h;
   const reference ref = single_device(h, 0);
   const gpu::device_set devices = gpu::device_set::all();
@@ -466,7 +466,7 @@ TEST_F(multi_device, uneven_weights_split_whole_rows) {
 // as shares (bins of the share) and replicated (every device all bins); and
 // one operation for the whole call over shares (bins read through peer
 // access). Every form equals the single-device API.
-TEST_F(multi_device, per_device_operations_equal_the_single_device_api) {
+TEST_F(MultiDevice, PerDeviceOperationsEqualTheSingleDeviceApi) {
   const host_problem h;
   const reference ref = single_device(h, 0);
   const gpu::device_set devices = gpu::device_set::all();
@@ -600,7 +600,7 @@ TEST_F(multi_device, per_device_operations_equal_the_single_device_api) {
   streams.synchronize();
 }
 
-TEST_F(multi_device, bad_arguments_are_rejected_before_any_work) {
+TEST_F(MultiDevice, BadArgumentsAreRejectedBeforeAnyWork) {
   const host_problem h;
   const gpu::device_set devices = gpu::device_set::all();
   const int n = devices.size();
@@ -846,14 +846,14 @@ void expect_streamed_equal(const streamed &got, const streamed &ref, bool exact)
   EXPECT_LT(relative_error(got.back_lm_pairs, ref.back_lm_pairs, 0), 2e-6);
 }
 
-TEST_F(multi_device, streamed_host_lors_on_one_device_equal_the_lor_streamer) {
+TEST_F(MultiDevice, StreamedHostLorsOnOneDeviceEqualTheLorStreamer) {
   const host_problem h;
   const host_lors l(h);
   const streamed ref = one_streamer(h, l);
   expect_streamed_equal(multi_streamer(h, l, gpu::device_set({0}), {}, 4096), ref, true);
 }
 
-TEST_F(multi_device, streamed_host_lors_on_every_device_equal_one_streamer) {
+TEST_F(MultiDevice, StreamedHostLorsOnEveryDeviceEqualOneStreamer) {
   const host_problem h;
   const host_lors l(h);
   const streamed ref = one_streamer(h, l);
@@ -882,7 +882,7 @@ TEST_F(multi_device, streamed_host_lors_on_every_device_equal_one_streamer) {
   expect_streamed_equal(multi_streamer(h, l, all, first_only, 4096), ref, true);
 }
 
-TEST_F(multi_device, streamer_rejects_bad_arguments_before_any_work) {
+TEST_F(MultiDevice, StreamerRejectsBadArgumentsBeforeAnyWork) {
   const host_problem h;
   const host_lors l(h);
   const gpu::device_set devices = gpu::device_set::all();

@@ -17,7 +17,7 @@ namespace rt = resproj_test;
 
 namespace {
 
-TEST_F(gpu_test, detector_pairs_equal_end_points) {
+TEST_F(GpuTest, DetectorPairsEqualEndPoints) {
   const auto g = rp::image_geometry::centred({20, 24, 10}, {2.0, 2.0, 3.0});
   const rt::detector_lor_set<float> set(5000, 45.0, 28.0, 9);
   const std::size_t n = set.size();
@@ -96,7 +96,7 @@ TEST_F(gpu_test, detector_pairs_equal_end_points) {
   EXPECT_LT(std::sqrt(diff / norm), 1e-5);
 }
 
-TEST_F(gpu_test, detector_pairs_in_host_memory_are_rejected) {
+TEST_F(GpuTest, DetectorPairsInHostMemoryAreRejected) {
   const auto g = rp::image_geometry::centred({4, 4, 4}, {1.0, 1.0, 1.0});
   gpu::stream s;
   gpu::device_image<float> d_img(g, s);
@@ -117,7 +117,7 @@ TEST_F(gpu_test, detector_pairs_in_host_memory_are_rejected) {
 
 namespace {
 
-TEST_F(gpu_test, sinogram_source_equals_end_points) {
+TEST_F(GpuTest, SinogramSourceEqualsEndPoints) {
   namespace rs = resproj::scanner;
   const auto scanner = rs::small_test_scanner();
   const auto layout = rs::span1_sinogram(scanner, 3);

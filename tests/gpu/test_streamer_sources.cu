@@ -100,10 +100,10 @@ struct problem {
   }
 };
 
-class streamer_sources : public gpu_test,
+class StreamerSources : public GpuTest,
                          public ::testing::WithParamInterface<std::size_t> {};
 
-TEST_P(streamer_sources, equal_resident_and_end_points) {
+TEST_P(StreamerSources, EqualResidentAndEndPoints) {
   problem p;
   auto &s = p.s;
   const std::size_t n = p.n;
@@ -184,11 +184,11 @@ TEST_P(streamer_sources, equal_resident_and_end_points) {
   EXPECT_LT(relative_error(fwd, p.fwd_ref, 0), 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(chunk_sizes, streamer_sources,
+INSTANTIATE_TEST_SUITE_P(ChunkSizes, StreamerSources,
                          ::testing::Values(std::size_t(1000), std::size_t(7001),
                                            std::size_t(100000)));
 
-TEST_F(gpu_test, streamer_sources_bad_arguments) {
+TEST_F(GpuTest, StreamerSourcesBadArguments) {
   const auto g = rp::image_geometry::centred({4, 4, 4}, {1.0, 1.0, 1.0});
   gpu::stream s;
   gpu::device_image<float> d_img(g, s);
@@ -411,10 +411,10 @@ void expect_same_results(const streamed_results &got, const streamed_results &re
   EXPECT_GT(sum, 0.0);
 }
 
-class streamer_layout : public gpu_test,
+class StreamerLayout : public GpuTest,
                         public ::testing::WithParamInterface<std::size_t> {};
 
-TEST_P(streamer_layout, sinogram_layout_changes_no_result) {
+TEST_P(StreamerLayout, SinogramLayoutChangesNoResult) {
   sinogram_problem p;
   const std::size_t chunk = GetParam();
   const rp::lor_layout layout = rp::lor_layout::sinogram(p.views, p.radial);
@@ -444,7 +444,7 @@ TEST_P(streamer_layout, sinogram_layout_changes_no_result) {
 }
 
 // Chunks of 4 whole planes (the last of 2), and chunks that cut planes.
-INSTANTIATE_TEST_SUITE_P(chunk_sizes, streamer_layout,
+INSTANTIATE_TEST_SUITE_P(ChunkSizes, StreamerLayout,
                          ::testing::Values(std::size_t(4 * sinogram_problem::per_plane),
                                            std::size_t(1000)));
 

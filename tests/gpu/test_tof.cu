@@ -2,9 +2,9 @@
 // list-mode, forward and back, per-LOR sigma/offset arrays, the plain
 // calls and forced kernel variants: thread mappings, rows, 64-bit indices,
 // lock-step, sample order, vector loads and atomics, fast erfc, stencil
-// layouts), adjointness, list-mode == sinogram, the list-mode reorder, the
-// plain call running the table's choice, the streamer's TOF calls,
-// argument checking and graph capture.
+// layouts), adjointness, list-mode == sinogram under forced kernel
+// variants, the list-mode reorder, the plain call running the table's
+// choice, the streamer's TOF calls, argument checking and graph capture.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -207,11 +207,12 @@ void back_variant(const gpu::kernel_choice &c, const Op &op,
   gpu::detail::run_back(op, image, lors.normalized(), values, c, s);
 }
 
-template <class T> class gpu_tof : public gpu_test {};
-using value_types = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(gpu_tof, value_types);
 
-TYPED_TEST(gpu_tof, matches_cpu) {
+template <class T> class GpuTof : public GpuTest {};
+using value_types = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(GpuTof, value_types);
+
+TYPED_TEST(GpuTof, MatchesCpu) {
   using T = TypeParam;
   std::uint32_t seed = 21;
   for (const tof_case &c : cases) {
@@ -348,7 +349,7 @@ TYPED_TEST(gpu_tof, matches_cpu) {
   }
 }
 
-TYPED_TEST(gpu_tof, adjoint) {
+TYPED_TEST(GpuTof, Adjoint) {
   using T = TypeParam;
   std::uint32_t seed = 51;
   for (const tof_case &c : cases) {
@@ -378,7 +379,7 @@ TYPED_TEST(gpu_tof, adjoint) {
   }
 }
 
-TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
+TYPED_TEST(GpuTof, ListModeEqualsSinogramAtTheSameBin) {
   using T = TypeParam;
   std::uint32_t seed = 81;
   for (const tof_case &c : cases) {
@@ -427,9 +428,9 @@ TYPED_TEST(gpu_tof, listmode_equals_sinogram_at_the_same_bin) {
 
 /// Parameter: true for the TOF-aware order key (bins and TOF parameters),
 /// false for the LOR-only key.
-class gpu_tof_order : public gpu_test, public ::testing::WithParamInterface<bool> {};
+class GpuTofOrder : public GpuTest, public ::testing::WithParamInterface<bool> {};
 
-TEST_P(gpu_tof_order, sorted_listmode_maps_back_to_the_unsorted_result) {
+TEST_P(GpuTofOrder, SortedListModeMapsBackToTheUnsortedResult) {
   using T = float;
   const bool tof_key = GetParam();
   host_case<T> h(cases[1], 30001, 7);
@@ -572,16 +573,16 @@ TEST_P(gpu_tof_order, sorted_listmode_maps_back_to_the_unsorted_result) {
       << ", original " << random_step;
 }
 
-INSTANTIATE_TEST_SUITE_P(keys, gpu_tof_order, ::testing::Values(false, true),
+INSTANTIATE_TEST_SUITE_P(Keys, GpuTofOrder, ::testing::Values(false, true),
                          [](const ::testing::TestParamInfo<bool> &info) {
-                           return std::string(info.param ? "tof_key" : "lor_key");
+                           return std::string(info.param ? "TofKey" : "LorKey");
                          });
 
 // The plain call runs the kernel `gpu::choose_kernel` names for the call:
 // list-mode events sorted by the TOF key and declared so, a full GPU of
 // them (where the table takes lock-step back projections) and a small
 // chunk, with the default overrides and exact erfc.
-TYPED_TEST(gpu_tof, plain_call_runs_the_chosen_kernel) {
+TYPED_TEST(GpuTof, PlainCallRunsTheChosenKernel) {
   using T = TypeParam;
   gpu::stream s;
   const int sms = gpu::detail::multiprocessor_count(gpu::current_device());
@@ -645,10 +646,10 @@ TYPED_TEST(gpu_tof, plain_call_runs_the_chosen_kernel) {
     }
 }
 
-class gpu_tof_streamer : public gpu_test,
-                         public ::testing::WithParamInterface<std::size_t> {};
+class GpuTofStreamer : public GpuTest,
+                       public ::testing::WithParamInterface<std::size_t> {};
 
-TEST_P(gpu_tof_streamer, equals_resident_call) {
+TEST_P(GpuTofStreamer, EqualsResidentCall) {
   using T = float;
   const std::size_t chunk = GetParam();
   const host_case<T> h(cases[1], 7001, 13); // per-LOR sigma and offset
@@ -713,11 +714,11 @@ TEST_P(gpu_tof_streamer, equals_resident_call) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(chunk_sizes, gpu_tof_streamer,
+INSTANTIATE_TEST_SUITE_P(ChunkSizes, GpuTofStreamer,
                          ::testing::Values(std::size_t(1000), std::size_t(7001),
                                            std::size_t(100000)));
 
-TEST_F(gpu_test, tof_rejects_bad_arguments_before_writing) {
+TEST_F(GpuTest, TofRejectsBadArgumentsBeforeWriting) {
   using T = float;
   host_case<T> h(cases[1], 1000, 3);
   gpu::stream s;
@@ -861,7 +862,7 @@ TEST_F(gpu_test, tof_rejects_bad_arguments_before_writing) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(gpu_test, tof_graph_capture_replays_the_same_result) {
+TEST_F(GpuTest, TofGraphCaptureReplaysTheSameResult) {
   using T = float;
   host_case<T> h(cases[0], 5000, 9);
   gpu::stream s;

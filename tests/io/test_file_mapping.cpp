@@ -60,7 +60,7 @@ void check_plan(const io::mapped_range_plan &p, std::uint64_t offset,
   EXPECT_EQ(next_dst, bytes);
 }
 
-TEST(file_mapping, plans_tile_the_range_for_offsets_and_chunk_sizes) {
+TEST(FileMapping, PlansTileTheRangeForOffsetsAndChunkSizes) {
   for (std::size_t page : {std::size_t(4096), std::size_t(65536)})
     for (std::uint64_t offset : {0ull, 1ull, 4095ull, 4096ull, 12345ull, 65537ull})
       for (std::uint64_t bytes : {1ull, 4095ull, 4096ull, 100000ull, 1000003ull})
@@ -80,7 +80,7 @@ TEST(file_mapping, plans_tile_the_range_for_offsets_and_chunk_sizes) {
   EXPECT_EQ(empty.chunks, 0u);
 }
 
-TEST(file_mapping, chunks_of_a_real_mapping_reassemble_the_file_range) {
+TEST(FileMapping, ChunksOfARealMappingReassembleTheFileRange) {
   resproj_test::temp_dir dir;
   const std::string path = dir.file("data.bin");
   const std::string data = pattern(1000003, 1);
@@ -118,7 +118,7 @@ TEST(file_mapping, chunks_of_a_real_mapping_reassemble_the_file_range) {
     }
 }
 
-TEST(file_mapping, sees_later_writes_and_reports_mmap_failure) {
+TEST(FileMapping, SeesLaterWritesAndReportsMmapFailure) {
   resproj_test::temp_dir dir;
   const std::string path = dir.file("live.bin");
   resproj_test::write_bytes(path, pattern(50000, 2));
@@ -150,7 +150,7 @@ TEST(file_mapping, sees_later_writes_and_reports_mmap_failure) {
   EXPECT_TRUE(none.empty());
 }
 
-TEST(file_mapping, bad_arguments_are_rejected) {
+TEST(FileMapping, BadArgumentsAreRejected) {
   expect_invalid([] { io::plan_mapped_range(0, 10, 3000, 4096); }, "page");
   expect_invalid([] { io::plan_mapped_range(0, 10, 0, 4096); }, "page");
   expect_invalid([] { io::plan_mapped_range(0, 10, 4096, 0); }, "chunk_bytes");

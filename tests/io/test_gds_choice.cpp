@@ -12,7 +12,7 @@ namespace {
 
 namespace gpu = resproj::gpu;
 
-TEST(gds_choice, modes) {
+TEST(GdsChoice, Modes) {
   using gpu::gds_mode;
   using gpu::detail::should_try_gds;
   EXPECT_FALSE(should_try_gds(gds_mode::bounce, false));
@@ -26,7 +26,7 @@ TEST(gds_choice, modes) {
   EXPECT_STREQ(gpu::io_method_name(gpu::io_method::none), "none");
 }
 
-TEST(gds_choice, loader_reports_instead_of_failing) {
+TEST(GdsChoice, LoaderReportsInsteadOfFailing) {
   const auto &a = gpu::detail::cufile::api::get();
   EXPECT_EQ(&a, &gpu::detail::cufile::api::get()); // loaded once
   if (a.usable()) {

@@ -63,7 +63,7 @@ span<const listmode_event> cspan(const std::vector<listmode_event> &v) {
 
 } // namespace
 
-TEST(io_listmode_file, round_trip_and_byte_layout) {
+TEST(IoListmodeFile, RoundTripAndByteLayout) {
   temp_dir tmp;
   const std::string path = tmp.file("events.lm");
   for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(12345)}) {
@@ -88,7 +88,7 @@ TEST(io_listmode_file, round_trip_and_byte_layout) {
   EXPECT_EQ(back[0].tof_bin(), 3);
 }
 
-TEST(io_listmode_file, read_ranges) {
+TEST(IoListmodeFile, ReadRanges) {
   temp_dir tmp;
   const std::string path = tmp.file("events.lm");
   const auto ev = make_events(100);
@@ -112,7 +112,7 @@ TEST(io_listmode_file, read_ranges) {
   expect_same(all, ev);
 }
 
-TEST(io_listmode_file, append_creates_and_extends) {
+TEST(IoListmodeFile, AppendCreatesAndExtends) {
   temp_dir tmp;
   const std::string path = tmp.file("events.lm");
   const auto a = make_events(5, 1), b = make_events(3, 99);
@@ -127,7 +127,7 @@ TEST(io_listmode_file, append_creates_and_extends) {
   expect_same(io::read_listmode_file(path), b);
 }
 
-TEST(io_listmode_file, size_not_a_multiple_of_ten) {
+TEST(IoListmodeFile, SizeNotAMultipleOfTen) {
   temp_dir tmp;
   const std::string path = tmp.file("bad.lm");
   write_bytes(path, std::string(25, '\x01'));
@@ -149,7 +149,7 @@ TEST(io_listmode_file, size_not_a_multiple_of_ten) {
   expect_io_error([&] { (void)io::count_listmode_events(path); }, {"1 bytes"});
 }
 
-TEST(io_listmode_file, range_past_the_end_leaves_destination_untouched) {
+TEST(IoListmodeFile, RangePastTheEndLeavesDestinationUntouched) {
   temp_dir tmp;
   const std::string path = tmp.file("events.lm");
   io::write_listmode_file(path, cspan(make_events(10)));
@@ -170,7 +170,7 @@ TEST(io_listmode_file, range_past_the_end_leaves_destination_untouched) {
   expect_same(dst, sentinel(5));
 }
 
-TEST(io_listmode_file, bad_arguments_missing_path_and_directory) {
+TEST(IoListmodeFile, BadArgumentsMissingPathAndDirectory) {
   temp_dir tmp;
   const std::string path = tmp.file("events.lm");
   io::write_listmode_file(path, cspan(make_events(10)));
@@ -206,7 +206,7 @@ TEST(io_listmode_file, bad_arguments_missing_path_and_directory) {
                   {"cannot open for writing"});
 }
 
-TEST(io_listmode_file, fifo_is_rejected_without_blocking) {
+TEST(IoListmodeFile, FifoIsRejectedWithoutBlocking) {
   temp_dir tmp;
   const std::string fifo = tmp.file("pipe.lm");
   resproj_test::make_fifo(fifo);
@@ -226,7 +226,7 @@ TEST(io_listmode_file, fifo_is_rejected_without_blocking) {
   EXPECT_TRUE(resproj_test::is_fifo(fifo));
 }
 
-TEST(io_listmode_file, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+TEST(IoListmodeFile, FailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
   temp_dir tmp;
   const std::string path = tmp.file("events.lm");
   io::write_listmode_file(path, cspan(make_events(10)));

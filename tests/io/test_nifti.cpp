@@ -153,16 +153,16 @@ template <class T> void round_trip(const image_geometry &g) {
   EXPECT_EQ(0, std::memcmp(&bytes[344], "n+1\0", 4));
 }
 
-TEST(nifti, round_trip_float_anisotropic_noncentred_noncubic) {
+TEST(Nifti, RoundTripFloatAnisotropicNoncentredNoncubic) {
   round_trip<float>(image_geometry({3, 5, 7}, {2.0, 1.5, 0.75}, {-3.25, 10.5, 100.0}));
 }
 
-TEST(nifti, round_trip_double) {
+TEST(Nifti, RoundTripDouble) {
   round_trip<double>(image_geometry({4, 1, 6}, {0.5, 3.0, 1.25}, {7.0, -2.5, 0.125}));
   round_trip<double>(image_geometry::centred({9, 8, 2}, {4.0, 2.0, 2.0}));
 }
 
-TEST(nifti, float_file_read_as_double) {
+TEST(Nifti, FloatFileReadAsDouble) {
   TempDir dir;
   const std::string path = dir.file("img.nii");
   const image_geometry g({2, 3, 4}, {1.0, 2.0, 3.0}, {0.5, 0.5, 0.5});
@@ -174,7 +174,7 @@ TEST(nifti, float_file_read_as_double) {
     EXPECT_EQ(back[i], double(data[i]));
 }
 
-TEST(nifti, hand_built_header_in_both_byte_orders) {
+TEST(Nifti, HandBuiltHeaderInBothByteOrders) {
   for (bool big : {false, true}) {
     TempDir dir;
     const std::string path = dir.file("hand.nii");
@@ -200,7 +200,7 @@ TEST(nifti, hand_built_header_in_both_byte_orders) {
   }
 }
 
-TEST(nifti, int16_with_scaling_big_endian_and_4d_singleton) {
+TEST(Nifti, Int16WithScalingBigEndianAnd4dSingleton) {
   TempDir dir;
   const std::string path = dir.file("i16.nii");
   nii_builder h(true, 3, 2, 2, 4, 16);
@@ -226,7 +226,7 @@ TEST(nifti, int16_with_scaling_big_endian_and_4d_singleton) {
     EXPECT_EQ(out[i], double(vals[i]));
 }
 
-TEST(nifti, qform_and_negative_axes_are_flipped) {
+TEST(Nifti, QformAndNegativeAxesAreFlipped) {
   TempDir dir;
   const std::string path = dir.file("q.nii");
   // qform: 180 degrees about x (b = 1): R = diag(1, -1, -1); qfac = -1 flips z
@@ -265,7 +265,7 @@ TEST(nifti, qform_and_negative_axes_are_flipped) {
   EXPECT_EQ(g.origin()[1] + 2 * g.voxel_size()[1], 2.0);
 }
 
-TEST(nifti, pixdim_only_and_unit_conversion) {
+TEST(Nifti, PixdimOnlyAndUnitConversion) {
   TempDir dir;
   const std::string path = dir.file("p.nii");
   nii_builder h(false, 2, 2, 2, 16, 32);
@@ -306,7 +306,7 @@ void expect_rejected(const std::vector<unsigned char> &bytes, const std::string 
   EXPECT_EQ(g, g0);
 }
 
-TEST(nifti, rejects_truncated_corrupt_and_lying_headers) {
+TEST(Nifti, RejectsTruncatedCorruptAndLyingHeaders) {
   const auto good = valid_header().b;
   {
     TempDir dir;
@@ -386,7 +386,7 @@ TEST(nifti, rejects_truncated_corrupt_and_lying_headers) {
   }
 }
 
-TEST(nifti, rejects_oblique_and_permuted_affines) {
+TEST(Nifti, RejectsObliqueAndPermutedAffines) {
   {
     auto h = valid_header();
     h.f32(280 + 4, 0.3); // srow_x[1]: shear / rotation
@@ -410,7 +410,7 @@ TEST(nifti, rejects_oblique_and_permuted_affines) {
   }
 }
 
-TEST(nifti, wrong_destination_size_is_invalid_argument_and_untouched) {
+TEST(Nifti, WrongDestinationSizeIsInvalidArgumentAndUntouched) {
   TempDir dir;
   const std::string path = dir.file("img.nii");
   resproj_test::write_bytes(path, valid_header().b);
@@ -421,14 +421,14 @@ TEST(nifti, wrong_destination_size_is_invalid_argument_and_untouched) {
     EXPECT_EQ(v, 5.0f);
 }
 
-TEST(nifti, missing_file_and_directory) {
+TEST(Nifti, MissingFileAndDirectory) {
   TempDir dir;
   const std::string missing = dir.path() + "/none.nii";
   expect_io_error([&] { io::read_nifti_header(missing); }, missing, "cannot open");
   expect_io_error([&] { io::read_nifti_header(dir.path()); }, dir.path(), "directory");
 }
 
-TEST(nifti, write_rejects_bad_arguments) {
+TEST(Nifti, WriteRejectsBadArguments) {
   TempDir dir;
   const std::string path = dir.file("w.nii");
   const image_geometry g({2, 2, 2}, {1, 1, 1}, {0, 0, 0});
@@ -448,7 +448,7 @@ TEST(nifti, write_rejects_bad_arguments) {
 
 // ------------------------------------------------ bad inputs and targets --
 
-TEST(nifti, null_destination_is_invalid_argument) {
+TEST(Nifti, NullDestinationIsInvalidArgument) {
   TempDir dir;
   const std::string path = dir.file("img.nii");
   resproj_test::write_bytes(path, valid_header().b);
@@ -458,7 +458,7 @@ TEST(nifti, null_destination_is_invalid_argument) {
       [&] { io::read_nifti<double>(path, span<double>(nullptr, 24)); }, "dst");
 }
 
-TEST(nifti, fifo_is_rejected_without_blocking) {
+TEST(Nifti, FifoIsRejectedWithoutBlocking) {
   TempDir dir;
   const std::string fifo = dir.file("pipe.nii");
   resproj_test::make_fifo(fifo);
@@ -480,7 +480,7 @@ TEST(nifti, fifo_is_rejected_without_blocking) {
   EXPECT_TRUE(resproj_test::is_fifo(fifo));
 }
 
-TEST(nifti, rejected_write_leaves_the_existing_file_untouched) {
+TEST(Nifti, RejectedWriteLeavesTheExistingFileUntouched) {
   TempDir dir;
   const std::string path = dir.file("img.nii");
   const image_geometry g({2, 3, 4}, {1, 1, 1}, {0, 0, 0});
@@ -507,7 +507,7 @@ TEST(nifti, rejected_write_leaves_the_existing_file_untouched) {
   EXPECT_EQ(resproj_test::dir_entries(dir.path()), std::set<std::string>{"img.nii"});
 }
 
-TEST(nifti, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+TEST(Nifti, FailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
   TempDir dir;
   const std::string path = dir.file("img.nii");
   const image_geometry g({2, 3, 4}, {1, 1, 1}, {0, 0, 0});
@@ -530,7 +530,7 @@ TEST(nifti, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
   EXPECT_EQ(resproj_test::dir_entries(dir.path()), std::set<std::string>{"img.nii"});
 }
 
-TEST(nifti, replacing_keeps_permissions_and_follows_symbolic_links) {
+TEST(Nifti, ReplacingKeepsPermissionsAndFollowsSymbolicLinks) {
   TempDir dir;
   const std::string path = dir.file("img.nii"), link = dir.file("link.nii");
   const image_geometry g({2, 3, 4}, {1, 1, 1}, {0, 0, 0});
@@ -577,7 +577,7 @@ template <class T> std::vector<T> read_bytes_as(const std::vector<unsigned char>
   return out;
 }
 
-TEST(nifti, values_out_of_the_destination_range_are_io_error) {
+TEST(Nifti, ValuesOutOfTheDestinationRangeAreIoError) {
   for (bool big : {false, true}) {
     // float64 data beyond float: fine as double, rejected as float.
     for (double huge : {1e300, -1e300, 1e39}) {
@@ -637,7 +637,7 @@ TEST(nifti, values_out_of_the_destination_range_are_io_error) {
   }
 }
 
-TEST(nifti, stored_infinities_and_nan_are_read_as_they_are) {
+TEST(Nifti, StoredInfinitiesAndNanAreReadAsTheyAre) {
   nii_builder h(false, 4, 3, 2, 64, 64);
   h.sform({1, 1, 1}, {0, 0, 0});
   const double inf = std::numeric_limits<double>::infinity();

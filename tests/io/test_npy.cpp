@@ -95,7 +95,7 @@ void expect_rejected(const temp_dir &tmp, const std::string &file, std::size_t n
 
 // ------------------------------------------------------------- round trip --
 
-template <class T> class io_npy_typed : public ::testing::Test {};
+template <class T> class IoNpyTyped : public ::testing::Test {};
 using npy_types = ::testing::Types<float, double, std::int8_t, std::uint8_t, std::int16_t,
                                    std::uint16_t, std::int32_t, std::uint32_t,
                                    std::int64_t, std::uint64_t>;
@@ -105,9 +105,9 @@ struct dtype_test_names {
     return io::dtype_name(io::dtype_of_v<T>);
   }
 };
-TYPED_TEST_SUITE(io_npy_typed, npy_types, dtype_test_names);
+TYPED_TEST_SUITE(IoNpyTyped, npy_types, dtype_test_names);
 
-TYPED_TEST(io_npy_typed, round_trip) {
+TYPED_TEST(IoNpyTyped, RoundTrip) {
   using T = TypeParam;
   temp_dir tmp;
   const std::string path = tmp.file("a.npy");
@@ -140,7 +140,7 @@ TYPED_TEST(io_npy_typed, round_trip) {
   }
 }
 
-TEST(io_npy, writes_the_bytes_numpy_writes) {
+TEST(IoNpy, WritesTheBytesNumpyWrites) {
   temp_dir tmp;
   const std::string path = tmp.file("a.npy");
   const float v[3] = {1.0f, 2.0f, -0.5f};
@@ -164,7 +164,7 @@ TEST(io_npy, writes_the_bytes_numpy_writes) {
 
 // ------------------------------------------------------ accepted variants --
 
-TEST(io_npy, reads_headers_numpy_and_others_write) {
+TEST(IoNpy, ReadsHeadersNumpyAndOthersWrite) {
   temp_dir tmp;
   const std::string path = tmp.file("a.npy");
   const std::string data = f32_bytes({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f});
@@ -192,7 +192,7 @@ TEST(io_npy, reads_headers_numpy_and_others_write) {
   EXPECT_EQ(io::read_npy_vector<float>(path).size(), 6u);
 }
 
-TEST(io_npy, big_endian_is_converted) {
+TEST(IoNpy, BigEndianIsConverted) {
   temp_dir tmp;
   const std::string path = tmp.file("be.npy");
   // >f4 1.0, -2.0
@@ -214,7 +214,7 @@ TEST(io_npy, big_endian_is_converted) {
   }
 }
 
-TEST(io_npy, fortran_order_only_when_layout_is_unambiguous) {
+TEST(IoNpy, FortranOrderOnlyWhenLayoutIsUnambiguous) {
   temp_dir tmp;
   const std::string path = tmp.file("f.npy");
   // (1, 3) and (3,) are the same in both orders: accepted.
@@ -232,7 +232,7 @@ TEST(io_npy, fortran_order_only_when_layout_is_unambiguous) {
 
 // --------------------------------------------------------------- rejected --
 
-TEST(io_npy, corrupt_magic_and_version) {
+TEST(IoNpy, CorruptMagicAndVersion) {
   temp_dir tmp;
   const std::string good = make_npy(dict_of("<f4", "(1,)"), f32_bytes({1}));
   std::string bad = good;
@@ -249,7 +249,7 @@ TEST(io_npy, corrupt_magic_and_version) {
   expect_rejected(tmp, "PK\x03\x04 not numpy at all", 1, {"magic"});
 }
 
-TEST(io_npy, lying_header_lengths) {
+TEST(IoNpy, LyingHeaderLengths) {
   temp_dir tmp;
   const std::string dict = dict_of("<f4", "(1,)");
   // Header length beyond the end of the file.
@@ -264,7 +264,7 @@ TEST(io_npy, lying_header_lengths) {
   expect_rejected(tmp, std::string("\x93NUMPY\x02\x00\x10\x00", 10), 1, {"truncated"});
 }
 
-TEST(io_npy, data_size_must_match_shape) {
+TEST(IoNpy, DataSizeMustMatchShape) {
   temp_dir tmp;
   // Header claims more data than present (truncated data).
   expect_rejected(tmp, make_npy(dict_of("<f4", "(10,)"), f32_bytes({1, 2, 3, 4, 5})), 10,
@@ -276,7 +276,7 @@ TEST(io_npy, data_size_must_match_shape) {
   expect_rejected(tmp, make_npy(dict_of("<f4", "(1,)"), ""), 1, {"truncated"});
 }
 
-TEST(io_npy, absurd_shapes) {
+TEST(IoNpy, AbsurdShapes) {
   temp_dir tmp;
   expect_rejected(tmp, make_npy(dict_of("<f4", "(4294967296, 4294967296)"), ""), 1,
                   {"absurd", "overflows"});
@@ -292,7 +292,7 @@ TEST(io_npy, absurd_shapes) {
                   {"more than 64 dimensions"});
 }
 
-TEST(io_npy, malformed_dicts) {
+TEST(IoNpy, MalformedDicts) {
   temp_dir tmp;
   const std::string d = f32_bytes({1, 2, 3});
   struct bad_case {
@@ -329,7 +329,7 @@ TEST(io_npy, malformed_dicts) {
   expect_rejected(tmp, make_npy("{'descr': '<f4'", d, 1, -1, true), 3, {"ends early"});
 }
 
-TEST(io_npy, wrong_or_unsupported_dtypes) {
+TEST(IoNpy, WrongOrUnsupportedDtypes) {
   temp_dir tmp;
   // A valid file of another type.
   expect_rejected(tmp, make_npy(dict_of("<f8", "(1,)"), std::string(8, '\0')), 1,
@@ -360,7 +360,7 @@ TEST(io_npy, wrong_or_unsupported_dtypes) {
   }
 }
 
-TEST(io_npy, destination_and_expected_shape_mismatch) {
+TEST(IoNpy, DestinationAndExpectedShapeMismatch) {
   temp_dir tmp;
   const std::string path = tmp.file("a.npy");
   const std::vector<float> src = {1, 2, 3, 4, 5, 6};
@@ -392,7 +392,7 @@ TEST(io_npy, destination_and_expected_shape_mismatch) {
   expect_io_error([&] { (void)io::read_npy_vector<double>(path); }, {"float64"});
 }
 
-TEST(io_npy, missing_path_directory_and_bad_writes) {
+TEST(IoNpy, MissingPathDirectoryAndBadWrites) {
   temp_dir tmp;
   std::vector<float> dst(2, 42.0f);
   const std::string missing = tmp.file("missing.npy");
@@ -418,7 +418,7 @@ TEST(io_npy, missing_path_directory_and_bad_writes) {
       {"cannot open for writing"});
 }
 
-TEST(io_npy, fifo_is_rejected_without_blocking) {
+TEST(IoNpy, FifoIsRejectedWithoutBlocking) {
   temp_dir tmp;
   const std::string fifo = tmp.file("pipe.npy");
   resproj_test::make_fifo(fifo);
@@ -432,7 +432,7 @@ TEST(io_npy, fifo_is_rejected_without_blocking) {
   EXPECT_TRUE(resproj_test::is_fifo(fifo));
 }
 
-TEST(io_npy, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+TEST(IoNpy, FailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
   temp_dir tmp;
   const std::string path = tmp.file("a.npy");
   const std::vector<float> small = {1.0f, 2.0f}, big(4096, 2.5f);

@@ -70,7 +70,7 @@ std::vector<unsigned char> read_with(const std::string &path, std::uint64_t offs
   return out;
 }
 
-TEST(parallel_read, identical_bytes_for_thread_counts_and_task_sizes) {
+TEST(ParallelRead, IdenticalBytesForThreadCountsAndTaskSizes) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const std::size_t size = 1000003; // prime: no task size divides it
@@ -86,7 +86,7 @@ TEST(parallel_read, identical_bytes_for_thread_counts_and_task_sizes) {
     }
 }
 
-TEST(parallel_read, task_size_dividing_the_file) {
+TEST(ParallelRead, TaskSizeDividingTheFile) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(1 << 20, 2);
@@ -99,7 +99,7 @@ TEST(parallel_read, task_size_dividing_the_file) {
   }
 }
 
-TEST(parallel_read, reads_at_an_offset) {
+TEST(ParallelRead, ReadsAtAnOffset) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(300001, 3);
@@ -120,7 +120,7 @@ TEST(parallel_read, reads_at_an_offset) {
     }
 }
 
-TEST(parallel_read, zero_and_one_byte_reads) {
+TEST(ParallelRead, ZeroAndOneByteReads) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(1000, 4);
@@ -158,7 +158,7 @@ template <class F> void expect_io_error(F &&f, const std::vector<std::string> &p
   }
 }
 
-TEST(parallel_read, range_beyond_eof_names_file_and_offset) {
+TEST(ParallelRead, RangeBeyondEofNamesFileAndOffset) {
   TempDir dir;
   const std::string path = dir.file("short.bin");
   resproj_test::write_bytes(path, pattern(5000, 5));
@@ -180,7 +180,7 @@ TEST(parallel_read, range_beyond_eof_names_file_and_offset) {
   EXPECT_EQ(calls, 0) << "range is checked before any read";
 }
 
-TEST(parallel_read, nonexistent_path_and_directory) {
+TEST(ParallelRead, NonexistentPathAndDirectory) {
   TempDir dir;
   auto noop = [](unsigned, std::uint64_t, const void *, std::size_t) {};
   const std::string missing = dir.path() + "/does_not_exist.bin";
@@ -191,7 +191,7 @@ TEST(parallel_read, nonexistent_path_and_directory) {
   expect_io_error([&] { io::read_range(dir.path(), 0, 0, noop); }, {dir.path()});
 }
 
-TEST(parallel_read, sink_exception_is_rethrown_after_workers_stop) {
+TEST(ParallelRead, SinkExceptionIsRethrownAfterWorkersStop) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   resproj_test::write_bytes(path, pattern(1 << 20, 6));
@@ -224,7 +224,7 @@ TEST(parallel_read, sink_exception_is_rethrown_after_workers_stop) {
   EXPECT_LT(calls.load(), 256) << "workers should stop after the first error";
 }
 
-TEST(parallel_read, buffer_provider_rotating_buffers) {
+TEST(ParallelRead, BufferProviderRotatingBuffers) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const auto data = pattern(500000, 7);
@@ -259,7 +259,7 @@ TEST(parallel_read, buffer_provider_rotating_buffers) {
   EXPECT_THROW(read_with(path, 0, 100, opt), resproj::invalid_argument);
 }
 
-TEST(parallel_read, options_and_default_threads) {
+TEST(ParallelRead, OptionsAndDefaultThreads) {
   io::parallel_io_options opt;
   opt.task_bytes = 0;
   EXPECT_THROW(io::effective_io_threads(opt, 10), resproj::invalid_argument);
@@ -284,7 +284,7 @@ TEST(parallel_read, options_and_default_threads) {
     ::unsetenv("RESPROJ_IO_THREADS");
 }
 
-TEST(parallel_read, thread_count_text_and_task_count) {
+TEST(ParallelRead, ThreadCountTextAndTaskCount) {
   EXPECT_EQ(io::parse_io_threads("1"), 1u);
   EXPECT_EQ(io::parse_io_threads("16"), 16u);
   EXPECT_EQ(io::parse_io_threads("1024"), 1024u);
@@ -302,7 +302,7 @@ TEST(parallel_read, thread_count_text_and_task_count) {
   EXPECT_THROW(io::io_task_count(5, 0), resproj::invalid_argument);
 }
 
-TEST(parallel_read, overflowing_range_is_invalid_argument) {
+TEST(ParallelRead, OverflowingRangeIsInvalidArgument) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   resproj_test::write_bytes(path, pattern(10));
@@ -311,7 +311,7 @@ TEST(parallel_read, overflowing_range_is_invalid_argument) {
                resproj::invalid_argument);
 }
 
-TEST(parallel_write, round_trip_for_thread_counts) {
+TEST(ParallelWrite, RoundTripForThreadCounts) {
   TempDir dir;
   const auto data = pattern(777777, 8);
   for (unsigned threads : {1u, 2u, 3u, 8u}) {
@@ -329,7 +329,7 @@ TEST(parallel_write, round_trip_for_thread_counts) {
   }
 }
 
-TEST(parallel_write, at_an_offset_keeps_other_bytes) {
+TEST(ParallelWrite, AtAnOffsetKeepsOtherBytes) {
   TempDir dir;
   const std::string path = dir.file("out.bin");
   auto data = pattern(10000, 9);
@@ -355,7 +355,7 @@ TEST(parallel_write, at_an_offset_keeps_other_bytes) {
                resproj::io_error);
 }
 
-TEST(io_worker_pool, runs_every_index_once_and_worker_zero_on_the_caller) {
+TEST(IoWorkerPool, RunsEveryIndexOnceAndWorkerZeroOnTheCaller) {
   io::io_worker_pool pool;
   EXPECT_EQ(pool.threads(), 0u);
   // Growing, shrinking and repeated sizes: each index exactly once per run.
@@ -381,7 +381,7 @@ TEST(io_worker_pool, runs_every_index_once_and_worker_zero_on_the_caller) {
   EXPECT_EQ(pool.threads(), 6u); // the largest n - 1, kept between runs
 }
 
-TEST(io_worker_pool, threads_are_reused_and_run_waits_for_all) {
+TEST(IoWorkerPool, ThreadsAreReusedAndRunWaitsForAll) {
   io::io_worker_pool pool;
   std::set<std::thread::id> first, second;
   std::mutex m;
@@ -406,7 +406,7 @@ TEST(io_worker_pool, threads_are_reused_and_run_waits_for_all) {
   EXPECT_EQ(first, second);
 }
 
-TEST(io_worker_pool, concurrent_callers_are_serialised) {
+TEST(IoWorkerPool, ConcurrentCallersAreSerialised) {
   io::io_worker_pool pool;
   std::atomic<int> inside{0};
   std::atomic<int> overlap{0};
@@ -432,7 +432,7 @@ TEST(io_worker_pool, concurrent_callers_are_serialised) {
   io::io_worker_pool unused; // destroyed without ever running
 }
 
-TEST(io_worker_pool, reserve_starts_threads_before_the_first_run) {
+TEST(IoWorkerPool, ReserveStartsThreadsBeforeTheFirstRun) {
   resproj::thread_pool pool(3);
   EXPECT_EQ(pool.threads(), 3u);
   std::atomic<int> calls{0};
@@ -445,7 +445,7 @@ TEST(io_worker_pool, reserve_starts_threads_before_the_first_run) {
   EXPECT_EQ(pool.threads(), 5u);
 }
 
-TEST(io_worker_pool, exceptions_are_rethrown_after_every_worker_returned) {
+TEST(IoWorkerPool, ExceptionsAreRethrownAfterEveryWorkerReturned) {
   io::io_worker_pool pool;
   for (unsigned thrower : {0u, 2u}) {
     std::atomic<int> finished{0};
@@ -469,7 +469,7 @@ TEST(io_worker_pool, exceptions_are_rethrown_after_every_worker_returned) {
   EXPECT_EQ(calls.load(), 4);
 }
 
-TEST(positional_file, reads_writes_and_checks_ranges) {
+TEST(PositionalFile, ReadsWritesAndChecksRanges) {
   TempDir dir;
   const std::string path = dir.file("pos.bin");
   const auto data = pattern(10000, 11);
@@ -496,7 +496,7 @@ TEST(positional_file, reads_writes_and_checks_ranges) {
   io::check_file_range(0, 0);
 }
 
-TEST(parallel_read, persistent_pool_gives_identical_bytes_and_survives_errors) {
+TEST(ParallelRead, PersistentPoolGivesIdenticalBytesAndSurvivesErrors) {
   TempDir dir;
   const std::string path = dir.file("data.bin");
   const std::size_t size = 700001;
@@ -538,7 +538,7 @@ TEST(parallel_read, persistent_pool_gives_identical_bytes_and_survives_errors) {
   EXPECT_EQ(resproj_test::read_byte_vector(out), data);
 }
 
-TEST(parallel_read, run_parallel_tasks_covers_each_task_once) {
+TEST(ParallelRead, RunParallelTasksCoversEachTaskOnce) {
   io::io_worker_pool pool;
   for (io::io_worker_pool *p : {static_cast<io::io_worker_pool *>(nullptr), &pool})
     for (unsigned workers : {1u, 2u, 5u}) {
@@ -554,7 +554,7 @@ TEST(parallel_read, run_parallel_tasks_covers_each_task_once) {
     }
 }
 
-TEST(parallel_read, fifo_is_rejected_without_blocking) {
+TEST(ParallelRead, FifoIsRejectedWithoutBlocking) {
   TempDir dir;
   const std::string fifo = dir.file("pipe.bin");
   resproj_test::make_fifo(fifo);

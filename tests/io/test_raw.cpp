@@ -69,7 +69,7 @@ static_assert(!io::is_dtype_type_v<char>);
 static_assert(io::dtype_size(io::dtype::int16) == 2);
 static_assert(io::dtype_size(io::dtype::float64) == 8);
 
-TEST(io_dtype, names_and_sizes) {
+TEST(IoDtype, NamesAndSizes) {
   const io::dtype all[] = {io::dtype::uint8,  io::dtype::int8,   io::dtype::uint16,
                            io::dtype::int16,  io::dtype::uint32, io::dtype::int32,
                            io::dtype::uint64, io::dtype::int64,  io::dtype::float32,
@@ -89,7 +89,7 @@ TEST(io_dtype, names_and_sizes) {
   EXPECT_FALSE(io::dtype_is_signed_integer(io::dtype::uint8));
 }
 
-TEST(io_dtype, byte_order_helpers) {
+TEST(IoDtype, ByteOrderHelpers) {
   unsigned char b[8];
   io::store_little_endian<std::uint32_t>(0x01020304u, b);
   EXPECT_EQ(b[0], 4);
@@ -123,7 +123,7 @@ TEST(io_dtype, byte_order_helpers) {
 
 // ------------------------------------------------------------- round trip --
 
-template <class T> class io_raw_typed : public ::testing::Test {};
+template <class T> class IoRawTyped : public ::testing::Test {};
 using raw_types = ::testing::Types<float, double, std::int8_t, std::uint8_t, std::int16_t,
                                    std::uint16_t, std::int32_t, std::uint32_t,
                                    std::int64_t, std::uint64_t>;
@@ -133,9 +133,9 @@ struct dtype_test_names {
     return io::dtype_name(io::dtype_of_v<T>);
   }
 };
-TYPED_TEST_SUITE(io_raw_typed, raw_types, dtype_test_names);
+TYPED_TEST_SUITE(IoRawTyped, raw_types, dtype_test_names);
 
-TYPED_TEST(io_raw_typed, round_trip_and_little_endian_bytes) {
+TYPED_TEST(IoRawTyped, RoundTripAndLittleEndianBytes) {
   using T = TypeParam;
   temp_dir tmp;
   const std::string path = tmp.file("a.raw");
@@ -163,7 +163,7 @@ TYPED_TEST(io_raw_typed, round_trip_and_little_endian_bytes) {
   }
 }
 
-TEST(io_raw, read_at_offsets_including_unaligned) {
+TEST(IoRaw, ReadAtOffsetsIncludingUnaligned) {
   temp_dir tmp;
   const std::string path = tmp.file("a.raw");
   std::vector<std::int32_t> src(10);
@@ -187,7 +187,7 @@ TEST(io_raw, read_at_offsets_including_unaligned) {
   EXPECT_EQ(v[1], -1);
 }
 
-TEST(io_raw, zero_and_one_byte_files) {
+TEST(IoRaw, ZeroAndOneByteFiles) {
   temp_dir tmp;
   const std::string empty = tmp.file("empty.raw"), one = tmp.file("one.raw");
   write_bytes(empty, "");
@@ -212,7 +212,7 @@ TEST(io_raw, zero_and_one_byte_files) {
 
 // ----------------------------------------------------------------- errors --
 
-TEST(io_raw, truncated_file_leaves_destination_untouched) {
+TEST(IoRaw, TruncatedFileLeavesDestinationUntouched) {
   temp_dir tmp;
   const std::string path = tmp.file("short.raw");
   write_bytes(path, std::string(10, '\x01'));
@@ -239,7 +239,7 @@ TEST(io_raw, truncated_file_leaves_destination_untouched) {
                   {"too short"});
 }
 
-TEST(io_raw, missing_path_and_directory) {
+TEST(IoRaw, MissingPathAndDirectory) {
   temp_dir tmp;
   std::vector<double> dst = sentinel<double>(4);
   const std::string missing = tmp.file("nope.raw");
@@ -258,7 +258,7 @@ TEST(io_raw, missing_path_and_directory) {
                   {nofolder, "cannot open for writing"});
 }
 
-TEST(io_raw, bad_arguments) {
+TEST(IoRaw, BadArguments) {
   temp_dir tmp;
   const std::string path = tmp.file("a.raw");
   std::vector<float> src(4, 1.0f);
@@ -278,7 +278,7 @@ TEST(io_raw, bad_arguments) {
 
 // ----------------------------------------------------------------- writes --
 
-TEST(io_raw, append_and_write_at_offset) {
+TEST(IoRaw, AppendAndWriteAtOffset) {
   temp_dir tmp;
   const std::string path = tmp.file("a.raw");
   const std::vector<std::uint16_t> a = {1, 2, 3}, b = {4, 5};
@@ -314,7 +314,7 @@ TEST(io_raw, append_and_write_at_offset) {
 
 // ---------------------------------------------- awkward targets, failures --
 
-TEST(io_raw, fifo_is_rejected_without_blocking) {
+TEST(IoRaw, FifoIsRejectedWithoutBlocking) {
   temp_dir tmp;
   const std::string fifo = tmp.file("pipe.raw");
   resproj_test::make_fifo(fifo);
@@ -338,7 +338,7 @@ TEST(io_raw, fifo_is_rejected_without_blocking) {
   EXPECT_TRUE(resproj_test::is_fifo(fifo));
 }
 
-TEST(io_raw, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
+TEST(IoRaw, FailedWriteKeepsTheOldFileAndLeavesNoTemporary) {
   temp_dir tmp;
   const std::string path = tmp.file("a.raw");
   const std::vector<double> small = test_values<double>(3), big(4096, 2.5);
@@ -357,7 +357,7 @@ TEST(io_raw, failed_write_keeps_the_old_file_and_leaves_no_temporary) {
   EXPECT_EQ(resproj_test::dir_entries(tmp.dir()), std::set<std::string>{"a.raw"});
 }
 
-TEST(io_raw, replacing_keeps_permissions_and_follows_symbolic_links) {
+TEST(IoRaw, ReplacingKeepsPermissionsAndFollowsSymbolicLinks) {
   temp_dir tmp;
   const std::string path = tmp.file("a.raw"), link = tmp.file("link.raw");
   const std::vector<std::int32_t> a = {1, 2, 3}, b = {4, 5};
@@ -371,7 +371,7 @@ TEST(io_raw, replacing_keeps_permissions_and_follows_symbolic_links) {
   EXPECT_EQ(io::file_size(path), 8u);
 }
 
-TEST(io_raw, read_only_file_is_not_replaced) {
+TEST(IoRaw, ReadOnlyFileIsNotReplaced) {
   if (::geteuid() == 0)
     GTEST_SKIP() << "root may write any file";
   temp_dir tmp;
