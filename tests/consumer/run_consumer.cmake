@@ -4,7 +4,10 @@
 # CONSUMER_MODE=subdirectory  configure, build and run tests/consumer with
 #                             add_subdirectory(RESPROJ_SOURCE_DIR)
 # CONSUMER_MODE=package       the same with find_package(resproj) from
-#                             CONSUMER_PREFIX
+#                             CONSUMER_PREFIX; CONSUMER_EXPECT_GPU and
+#                             CONSUMER_EXPECT_COMPILED are checked, and
+#                             CONSUMER_WITHOUT_CUDA=ON hides the CUDA Toolkit
+#                             from the consumer
 # Any failed step ends the script with FATAL_ERROR, so the test fails.
 
 cmake_minimum_required(VERSION 3.24)
@@ -53,8 +56,11 @@ if(CONSUMER_MODE STREQUAL "subdirectory")
   list(APPEND configure_args -DRESPROJ_ENABLE_CUDA=OFF)
 else()
   list(APPEND configure_args "-DCMAKE_PREFIX_PATH=${CONSUMER_PREFIX}"
-       "-DRESPROJ_CONSUMER_EXPECT_GPU=${CONSUMER_EXPECT_GPU}")
-  if(CONSUMER_CUDA_ROOT)
+       "-DRESPROJ_CONSUMER_EXPECT_GPU=${CONSUMER_EXPECT_GPU}"
+       "-DRESPROJ_CONSUMER_EXPECT_COMPILED=${CONSUMER_EXPECT_COMPILED}")
+  if(CONSUMER_WITHOUT_CUDA)
+    list(APPEND configure_args -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON)
+  elseif(CONSUMER_CUDA_ROOT)
     list(APPEND configure_args "-DCUDAToolkit_ROOT=${CONSUMER_CUDA_ROOT}")
   endif()
 endif()
