@@ -1,0 +1,168 @@
+"""Array libraries (NumPy, CuPy, PyTorch, other DLPack producers): which one an
+array belongs to, where it lives, allocation like it, and CUDA streams."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+NUMPY, CUPY, TORCH, OTHER = 0, 1, 2, 3
+_kinds: dict = {}
+
+
+def kind_of(x, name):
+    """The library of array `x`; TypeError naming `name` for a non-array."""
+    t = type(x)
+    k = _kinds.get(t)
+    if k is not None:
+        return k
+    top = (getattr(t, "__module__", "") or "").split(".")[0]
+    if isinstance(x, np.ndarray):
+        k = NUMPY
+    elif top == "cupy" and hasattr(t, "__dlpack__"):
+        k = CUPY
+    elif top == "torch" and hasattr(t, "__dlpack__"):
+        k = TORCH
+    elif hasattr(t, "__dlpack__"):
+        k = OTHER
+    else:
+        raise TypeError(
+            f"{name}: expected an array (NumPy, CuPy, PyTorch or any DLPack array), "
+            f"got {t.__module__}.{t.__qualname__}"
+        )
+    _kinds[t] = k
+    return k
+
+
+def is_cuda(x, k):
+    """True for arrays in CUDA device memory."""
+    if k == NUMPY:
+        return False
+    if k == CUPY:
+        return True
+    if k == TORCH:
+        return x.is_cuda
+    return x.__dlpack_device__()[0] in (2, 13)  # kDLCUDA, kDLCUDAManaged
+
+
+def device_of(x, k):
+    """CUDA device index of a CUDA array."""
+    if k == CUPY:
+        return x.device.id
+    if k == TORCH:
+        return x.device.index
+    return int(x.__dlpack_device__()[1])
+
+
+def export(x, k):
+    """`x` as the binding takes it, the same memory: PyTorch tensors that
+    require grad detached; CuPy arrays as a DLPack capsule exported without
+    stream synchronisation (by default CuPy would order its current stream
+    before the legacy stream with an event per array; resproj runs on the
+    current stream anyway)."""
+    if k == CUPY:
+        return x.__dlpack__(stream=-1)
+    if k == TORCH and x.requires_grad:
+        return x.detach()
+    return x
+
+
+def export_any(x, name):
+    """`export` for optional arrays of a call (None stays None)."""
+    if x is None:
+        return None
+    k = _kinds.get(type(x))
+    return export(x, kind_of(x, name) if k is None else k)
+
+
+def empty(like, k, shape, name, zero=False):
+    """A new C-contiguous array of `shape` in the library, device and dtype of
+    `like` (zero-filled if `zero`)."""
+    if k == NUMPY:
+        return (np.zeros if zero else np.empty)(shape, like.dtype)
+    if k == CUPY:
+        cp = sys.modules["cupy"]
+        with like.device:
+            return (cp.zeros if zero else cp.empty)(shape, like.dtype)
+    if k == TORCH:
+        torch = sys.modules["torch"]
+        return (torch.zeros if zero else torch.empty)(
+            shape, dtype=like.dtype, device=like.device
+        )
+    raise TypeError(
+        f"{name}: required for arrays of {type(like).__module__} (resproj allocates "
+        "NumPy, CuPy and PyTorch arrays only)"
+    )
+
+
+def current_stream(x, k, device):
+    """Handle of the current CUDA stream of `x`'s library on `device` (0, the
+    legacy default stream, for libraries without one)."""
+    if k == CUPY:
+        cp = sys.modules["cupy"]
+        try:
+            return cp.cuda.get_current_stream(device).ptr
+        except TypeError:
+            with x.device:
+                return cp.cuda.get_current_stream().ptr
+    if k == TORCH:
+        torch = sys.modules["torch"]
+        # The raw handle without making a Stream object (what Triton reads).
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(device)
+        return torch.cuda.current_stream(x.device).cuda_stream
+    return 0
+
+
+def stream_handle(stream):
+    """The `cudaStream_t` value of `stream`: an int, a CuPy stream (`.ptr`), a
+    PyTorch stream (`.cuda_stream`) or an object with `__cuda_stream__`."""
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        h = getattr(stream, attr, None)
+        if isinstance(h, int):
+            return h
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1])
+    raise TypeError(
+        "stream: expected an int handle, a CuPy or PyTorch stream, or an object with "
+        f"__cuda_stream__ (got {type(stream).__qualname__})"
+    )
+
+
+def check_writable(x, k, name):
+    """ValueError naming `name` for a read-only NumPy array."""
+    if k == NUMPY and not x.flags.writeable:
+        raise ValueError(f"{name}: read-only array")
+
+
+def asarray_like(a, like, dtype=None):
+    """NumPy array `a` in the library and on the device of `like` (NumPy when
+    `like` is None), C-contiguous, as `dtype` (a NumPy dtype; default: `a`'s)."""
+    dtype = np.dtype(dtype if dtype is not None else a.dtype)
+    if like is None:
+        return np.ascontiguousarray(a, dtype)
+    k = kind_of(like, "like")
+    if k == NUMPY:
+        return np.ascontiguousarray(a, dtype)
+    if k == CUPY:
+        cp = sys.modules["cupy"]
+        with like.device:
+            return cp.ascontiguousarray(cp.asarray(a, dtype))
+    if k == TORCH:
+        torch = sys.modules["torch"]
+        t = torch.from_numpy(np.ascontiguousarray(a, dtype))
+        return t.to(like.device).contiguous()
+    raise TypeError("like: expected a NumPy, CuPy or PyTorch array")
+
+
+def float_dtype_of(like):
+    """The floating NumPy dtype of `like` (float32 when it has none)."""
+    if like is None:
+        return np.dtype(np.float32)
+    name = str(like.dtype).split(".")[-1]
+    return np.dtype(name) if name in ("float32", "float64") else np.dtype(np.float32)

@@ -1,0 +1,13 @@
+// The parts of the extension module defined in their own translation units.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace resproj_py {
+
+/// Scanners, sinogram layouts and subsets (scanner.cpp).
+void bind_scanner(nanobind::module_ &m);
+/// List-mode files and event checks (scanner.cpp).
+void bind_listmode(nanobind::module_ &m);
+
+} // namespace resproj_py
