@@ -10,13 +10,16 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/expect.hpp"
 #include "common/files.hpp"
 #include "gpu/gpu_test_util.hpp"
+#include "io/special_files.hpp"
 #include "resproj/gpu/file_io.cuh"
 
 namespace {
@@ -460,3 +463,34 @@ TEST_F(GpuTest, ListmodeAndRawRoundTrip) {
 }
 
 } // namespace
+
+// The device writers replace a file as a whole: an existing file gets the
+// new contents entirely, through a temporary name that does not stay
+// behind, and a file that cannot be replaced is kept as it was.
+TEST_F(GpuTest, DeviceWritersReplaceFilesAsAWhole) {
+  temp_dir dir;
+  gpu::stream s;
+  gpu::device_file_io io(small_tasks(2));
+  const std::string path = dir.file("image.nii");
+  resproj_test::write_bytes(path, std::string(100000, 'x')); // longer than the image
+  const auto geometry = resproj::image_geometry::centred({6, 5, 4}, {1.0, 2.0, 3.0});
+  gpu::device_image<float> image(geometry, s);
+  image.fill(2.5f, s);
+  gpu::write_nifti_from_device(io, path, image, s);
+  std::vector<float> back(image.size());
+  io::read_nifti(path, resproj::span<float>(back.data(), back.size()));
+  EXPECT_EQ(back, std::vector<float>(image.size(), 2.5f));
+  EXPECT_LT(io::file_size(path), 100000u);
+  const std::vector<std::int32_t> ints = {1, 2, 3};
+  const auto isrc = upload(ints, s);
+  gpu::write_raw_from_device(io, dir.file("ints.raw"), isrc, s);
+  gpu::write_raw_from_device(io, dir.file("ints.raw"), isrc, s); // replaces
+  EXPECT_EQ(resproj_test::dir_entries(dir.dir()),
+            (std::set<std::string>{"image.nii", "ints.raw"}));
+  // A directory in the way: rejected, nothing written.
+  std::filesystem::create_directory(dir.file("sub.nii"));
+  expect_io_error([&] { gpu::write_nifti_from_device(io, dir.file("sub.nii"), image, s); },
+                  {"directory"});
+  EXPECT_EQ(resproj_test::dir_entries(dir.dir()),
+            (std::set<std::string>{"image.nii", "ints.raw", "sub.nii"}));
+}

@@ -131,24 +131,46 @@ template <class T> void round_trip(const image_geometry &g) {
   EXPECT_EQ(gback, g);
   EXPECT_EQ(io::read_nifti_geometry<T>(path), g);
 
-  // The file layout: NIfTI dim[1] = n2 (fastest), pixdim[1] = s2, srow_x
-  // translation = origin[2]; data bytes are the C-ordered array as is.
+  // The file layout: NIfTI dim[1] = n2 (fastest), pixdim[1] = s2; the
+  // affine takes data axis i (resproj axis 2, the scanner axis) to world z
+  // (superior) and k (resproj axis 0) to world x, with translation
+  // (origin[0], origin[1], origin[2]); data bytes are the C-ordered array
+  // as is.
   const auto bytes = resproj_test::read_byte_vector(path);
   ASSERT_EQ(bytes.size(), 352 + data.size() * sizeof(T));
   std::int16_t dim1, dim3;
-  float pixdim1, pixdim3, tx, tz;
+  float pixdim1, pixdim3, tx, tz, zi, xk, xi, zk;
   std::memcpy(&dim1, &bytes[42], 2);
   std::memcpy(&dim3, &bytes[46], 2);
   std::memcpy(&pixdim1, &bytes[80], 4);
   std::memcpy(&pixdim3, &bytes[88], 4);
   std::memcpy(&tx, &bytes[280 + 12], 4);
   std::memcpy(&tz, &bytes[312 + 12], 4);
+  std::memcpy(&zi, &bytes[312], 4);     // srow_z[0]
+  std::memcpy(&xk, &bytes[280 + 8], 4); // srow_x[2]
+  std::memcpy(&xi, &bytes[280], 4);     // srow_x[0]
+  std::memcpy(&zk, &bytes[312 + 8], 4); // srow_z[2]
   EXPECT_EQ(dim1, g.shape()[2]);
   EXPECT_EQ(dim3, g.shape()[0]);
   EXPECT_EQ(pixdim1, float(g.voxel_size()[2]));
   EXPECT_EQ(pixdim3, float(g.voxel_size()[0]));
-  EXPECT_EQ(tx, float(g.origin()[2]));
-  EXPECT_EQ(tz, float(g.origin()[0]));
+  EXPECT_EQ(tx, float(g.origin()[0]));
+  EXPECT_EQ(tz, float(g.origin()[2]));
+  EXPECT_EQ(zi, float(g.voxel_size()[2]));
+  EXPECT_EQ(xk, float(g.voxel_size()[0]));
+  EXPECT_EQ(xi, 0.0f);
+  EXPECT_EQ(zk, 0.0f);
+  // The qform says the same: with the sform switched off the geometry reads
+  // back alike (to float rounding of the rotation).
+  auto qonly = bytes;
+  const std::int16_t zero = 0;
+  std::memcpy(&qonly[254], &zero, 2);
+  resproj_test::write_bytes(path + ".q.nii", std::string(qonly.begin(), qonly.end()));
+  const auto gq = io::read_nifti_geometry<T>(path + ".q.nii");
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_NEAR(gq.voxel_size()[k], g.voxel_size()[k], 1e-6 * g.voxel_size()[k]);
+    EXPECT_NEAR(gq.origin()[k], g.origin()[k], 1e-6 * (1 + std::fabs(g.origin()[k])));
+  }
   EXPECT_EQ(0, std::memcmp(&bytes[352], data.data(), data.size() * sizeof(T)));
   EXPECT_EQ(0, std::memcmp(&bytes[344], "n+1\0", 4));
 }
@@ -386,18 +408,42 @@ TEST(Nifti, RejectsTruncatedCorruptAndLyingHeaders) {
   }
 }
 
-TEST(Nifti, RejectsObliqueAndPermutedAffines) {
+// An affine that permutes the axes: each data axis keeps the voxel size and
+// translation of the world axis it runs along.
+TEST(Nifti, PermutedAffinesAreReadByDataAxis) {
+  TempDir dir;
+  const std::string path = dir.file("p.nii");
+  auto h = valid_header(); // 4 x 3 x 2 (i, j, k)
+  h.sform({0, 0, 4}, {10, 20, 30});
+  h.f32(280 + 4, 3.0);  // srow_x: j -> x, size 3
+  h.f32(296 + 0, -2.0); // srow_y: i -> y, size 2, reversed
+  resproj_test::write_bytes(path, h.b);
+  const auto info = io::read_nifti_header(path);
+  EXPECT_EQ(info.flipped, (std::array<bool, 3>{false, false, true}));
+  const auto g = io::read_nifti_geometry<float>(path);
+  EXPECT_EQ(g.shape(), (std::array<std::int64_t, 3>{2, 3, 4}));
+  EXPECT_EQ(g.voxel_size(), (std::array<double, 3>{4.0, 3.0, 2.0}));
+  // i reversed: origin = 20 - 2 * (4 - 1) = 14.
+  EXPECT_EQ(g.origin(), (std::array<double, 3>{30.0, 10.0, 14.0}));
+}
+
+TEST(Nifti, RejectsObliqueAndDegenerateAffines) {
   {
     auto h = valid_header();
     h.f32(280 + 4, 0.3); // srow_x[1]: shear / rotation
     expect_rejected(h.b, "oblique");
   }
   {
-    // 90 degrees about z: axes permuted (diagonal zero).
+    // Data axes i and j both along world x.
     auto h = valid_header();
-    h.sform({0, 0, 1}, {0, 0, 0});
-    h.f32(280 + 4, 1.0);
-    h.f32(296 + 0, 1.0);
+    h.sform({1, 0, 1}, {0, 0, 0});
+    h.f32(280 + 4, 2.0);
+    expect_rejected(h.b, "not axis-aligned");
+  }
+  {
+    // A zero column.
+    auto h = valid_header();
+    h.sform({1, 0, 1}, {0, 0, 0});
     expect_rejected(h.b, "not axis-aligned");
   }
   {

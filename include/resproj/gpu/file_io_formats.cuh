@@ -25,6 +25,7 @@
 #include "resproj/io/nifti.hpp"
 #include "resproj/io/npy.hpp"
 #include "resproj/io/positional_file.hpp"
+#include "resproj/io/replace_file.hpp"
 #include "resproj/scanner/listmode.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -61,8 +62,9 @@ device_buffer<T> read_npy_to_device(device_file_io &io, const std::string &path,
 }
 
 /// Writes `src` with `shape` (slowest first) as a C-order little-endian
-/// `.npy` file `path` (created or replaced): header from the host, payload
-/// from the device. Host-blocking as `device_file_io::write`.
+/// `.npy` file `path` (created or replaced as a whole, through a temporary
+/// file renamed on success): header from the host, payload from the device. Host-blocking
+/// as `device_file_io::write`.
 /// @throws invalid_argument ("shape") if it does not hold `src.size()`
 ///         elements (before the file is touched); io_error as `write`.
 template <class T>
@@ -77,11 +79,15 @@ file_io_result write_npy_from_device(device_file_io &io, const std::string &path
   detail::require_explicit_stream(stream, "stream");
   const std::string hdr =
       rio::npy_header_bytes(rio::dtype_of_v<T>, shape, src.size(), "src");
-  {
-    const rio::positional_file f = rio::positional_file::open_write(path, true);
-    f.pwrite_exact(path, hdr.data(), hdr.size(), 0);
-  }
-  return io.write(path, hdr.size(), src, stream);
+  file_io_result result;
+  rio::replace_file_via(path, [&](const std::string &tmp) {
+    {
+      const rio::positional_file f = rio::positional_file::open_write(tmp, true);
+      f.pwrite_exact(tmp, hdr.data(), hdr.size(), 0);
+    }
+    result = io.write(tmp, hdr.size(), src, stream);
+  });
+  return result;
 }
 
 /// Reads the NIfTI-1 image `path` into a new `device_image<T>` (geometry
@@ -116,7 +122,8 @@ device_image<T> read_nifti_to_device(device_file_io &io, const std::string &path
 }
 
 /// Writes `image` as the NIfTI-1 file `path` (as `io::write_nifti`: header
-/// from the host, voxels from the device). Host-blocking as `write`.
+/// from the host, voxels from the device; created or replaced as a whole,
+/// through a temporary file renamed on success). Host-blocking as `write`.
 /// @throws invalid_argument as `io::write_nifti` (before the file is
 ///         touched); io_error as `write`.
 template <class T>
@@ -125,11 +132,15 @@ file_io_result write_nifti_from_device(device_file_io &io, const std::string &pa
   namespace rio = ::resproj::io;
   detail::require_explicit_stream(stream, "stream");
   const auto hdr = rio::nifti_header_bytes<T>(image.geometry(), image.size(), "image");
-  {
-    const rio::positional_file f = rio::positional_file::open_write(path, true);
-    f.pwrite_exact(path, hdr.data(), hdr.size(), 0);
-  }
-  return io.write(path, hdr.size(), image.buffer(), stream);
+  file_io_result result;
+  rio::replace_file_via(path, [&](const std::string &tmp) {
+    {
+      const rio::positional_file f = rio::positional_file::open_write(tmp, true);
+      f.pwrite_exact(tmp, hdr.data(), hdr.size(), 0);
+    }
+    result = io.write(tmp, hdr.size(), image.buffer(), stream);
+  });
+  return result;
 }
 
 /// Reads every event of the list-mode file `path` into a new device buffer.
@@ -145,21 +156,31 @@ read_listmode_to_device(device_file_io &io, const std::string &path, stream_ref 
   return out;
 }
 
-/// Writes `events` to the list-mode file `path` (created or replaced).
-/// Host-blocking as `write`. @throws as `write`.
+/// Writes `events` to the list-mode file `path` (created or replaced as a
+/// whole: written under a temporary name, renamed on success). Host-blocking
+/// as `write`. @throws as `write` and `io::replace_file_via`.
 inline file_io_result
 write_listmode_from_device(device_file_io &io, const std::string &path,
                            const device_buffer<scanner::listmode_event> &events,
                            stream_ref stream) {
-  return io.write(path, 0, events, stream, true);
+  file_io_result result;
+  ::resproj::io::replace_file_via(path, [&](const std::string &tmp) {
+    result = io.write(tmp, 0, events, stream, true);
+  });
+  return result;
 }
 
-/// Writes `src` as a raw array to `path` (created or replaced), host byte
-/// order. Host-blocking as `write`. @throws as `write`.
+/// Writes `src` as a raw array to `path` (created or replaced as a whole,
+/// through a temporary file), host byte order. Host-blocking as `write`.
+/// @throws as `write` and `io::replace_file_via`.
 template <class T>
 file_io_result write_raw_from_device(device_file_io &io, const std::string &path,
                                      const device_buffer<T> &src, stream_ref stream) {
-  return io.write(path, 0, src, stream, true);
+  file_io_result result;
+  ::resproj::io::replace_file_via(path, [&](const std::string &tmp) {
+    result = io.write(tmp, 0, src, stream, true);
+  });
+  return result;
 }
 
 } // namespace gpu

@@ -8,18 +8,22 @@
 /// are Fortran-ordered with NIfTI `i` (dim[1]) fastest. The bytes are kept
 /// as they are, so the axes map in reverse:
 ///
-/// | NIfTI               | resproj                         |
-/// |---------------------|---------------------------------|
-/// | dim[1], index i, x  | shape[2], index i2, world axis 2 |
-/// | dim[2], index j, y  | shape[1], index i1, world axis 1 |
-/// | dim[3], index k, z  | shape[0], index i0, world axis 0 |
-/// | pixdim[1..3]        | voxel_size[2], [1], [0]          |
-/// | srow/qoffset x,y,z  | origin[2], [1], [0]              |
+/// | NIfTI                        | resproj                            |
+/// |------------------------------|------------------------------------|
+/// | dim[1], data index i         | shape[2], index i2                 |
+/// | dim[2], data index j         | shape[1], index i1                 |
+/// | dim[3], data index k         | shape[0], index i0                 |
+/// | pixdim[1..3]                 | voxel_size[2], [1], [0]            |
+/// | world x, y, z (srow, qoffset)| world axis 0, 1, 2 (origin[0..2])  |
 ///
-/// i.e. a PET image `[slice][row][column]` written by resproj has its columns
-/// along NIfTI x and its slices along NIfTI z. Written files carry the
-/// affine `diag(s2, s1, s0)` with translation `(o2, o1, o0)` as both sform
-/// and qform (code 1, scanner anatomical), units mm (xyzt_units = 2).
+/// Written files carry an affine that maps i to world z, j to y and k to x
+/// (sform rows `(0 0 s0 o0) (0 s1 0 o1) (s2 0 0 o2)`, the same as qform
+/// with quatern (0, -1/sqrt2, 0) and qfac -1; code 1, scanner anatomical,
+/// units mm): resproj's axis 2, the scanner axis of the reference
+/// problems, is the superior axis in viewers, with the right voxel sizes
+/// and origin. Reading accepts any affine that permutes the axes up to sign
+/// (io/nifti_parse.hpp), so files written before with `diag(s2, s1, s0)`
+/// read the same.
 ///
 /// Parsing and checking of headers: io/nifti_parse.hpp; reading voxels:
 /// io/nifti_read.hpp; writing: io/nifti_write.hpp. Standard library only.

@@ -16,12 +16,14 @@
 /// - The file must be a regular file; a FIFO or device is rejected without
 ///   blocking.
 /// - Affine: sform if sform_code > 0, else qform if qform_code > 0, else
-///   diag(pixdim[1..3]) with zero translation. It must be diagonal up to
-///   sign (relative off-diagonal tolerance 1e-5); oblique, rotated or
-///   axis-permuting affines are rejected. A negative diagonal entry means
-///   the axis is stored reversed: the data are flipped on read so that
-///   resproj's voxel size is positive and `origin` is the centre of the
-///   voxel read into `[0,0,0]`.
+///   diag(pixdim[1..3]) with zero translation. It must permute the axes up
+///   to sign (each data axis along one world axis; relative tolerance 1e-5
+///   on the other entries); oblique or rotated affines are rejected. Data
+///   axis a (NIfTI i, j, k) is resproj axis 2 - a whichever world axis it
+///   runs along, with that axis' voxel size and translation. A negative
+///   entry means the axis is stored reversed: the data are flipped on read
+///   so that resproj's voxel size is positive and `origin` is the centre of
+///   the voxel read into `[0,0,0]`.
 /// - Spatial units: metre and micron are converted to mm; unknown (0) is
 ///   taken as mm.
 /// - Geometry values are float32 in the file: a round trip is exact only for
@@ -276,32 +278,41 @@ inline nifti_image_info parse_nifti_header(const std::string &path,
       A[r][r] = pixdim[r + 1];
   }
   const std::string src = info.geometry_source;
-  double maxdiag = 0;
+  double maxabs = 0;
   for (std::size_t r = 0; r < 3; ++r)
-    for (std::size_t c = 0; c < 4; ++c)
+    for (std::size_t c = 0; c < 4; ++c) {
       if (!std::isfinite(A[r][c]))
         nifti_fail(path, src + " affine: entry (" + std::to_string(r) + "," +
                              std::to_string(c) + ") is not finite");
-  for (std::size_t r = 0; r < 3; ++r)
-    maxdiag = std::max(maxdiag, std::fabs(A[r][r]));
-  for (std::size_t r = 0; r < 3; ++r) {
-    if (!(std::fabs(A[r][r]) > 1.0e-5 * maxdiag) || A[r][r] == 0)
-      nifti_fail(path, src + " affine: not axis-aligned (diagonal entry (" +
-                           std::to_string(r) + "," + std::to_string(r) + ") is " +
-                           nifti_num(A[r][r]) +
-                           "); oblique, rotated or axis-permuted images are not "
-                           "supported");
-    for (std::size_t c = 0; c < 3; ++c)
-      if (c != r && std::fabs(A[r][c]) > 1.0e-5 * maxdiag)
-        nifti_fail(path, src + " affine: oblique or rotated (entry (" +
-                             std::to_string(r) + "," + std::to_string(c) +
-                             ") = " + nifti_num(A[r][c]) +
-                             "); only affines that are diagonal up to sign are "
-                             "supported");
-  }
+      if (c < 3)
+        maxabs = std::max(maxabs, std::fabs(A[r][c]));
+    }
+  // Each data axis (column a) runs along one world axis (row r): the affine
+  // is a permutation up to sign. resproj keeps the data order, so NIfTI data
+  // axis a is resproj axis 2 - a, with the voxel size and origin of its row.
+  std::array<bool, 3> row_used{};
   for (std::size_t a = 0; a < 3; ++a) {
-    const std::size_t k = 2 - a; // NIfTI axis a <-> resproj axis k
-    const double m = A[a][a] * unit, t = A[a][3] * unit;
+    std::size_t r = 0;
+    for (std::size_t q = 1; q < 3; ++q)
+      if (std::fabs(A[q][a]) > std::fabs(A[r][a]))
+        r = q;
+    if (!(std::fabs(A[r][a]) > 1.0e-5 * maxabs))
+      nifti_fail(path, src + " affine: not axis-aligned (column " + std::to_string(a) +
+                           " is zero); degenerate affines are not supported");
+    for (std::size_t q = 0; q < 3; ++q)
+      if (q != r && std::fabs(A[q][a]) > 1.0e-5 * maxabs)
+        nifti_fail(path, src + " affine: oblique or rotated (entry (" +
+                             std::to_string(q) + "," + std::to_string(a) +
+                             ") = " + nifti_num(A[q][a]) +
+                             "); only affines that permute the axes, up to sign, are "
+                             "supported");
+    if (row_used[r])
+      nifti_fail(path, src +
+                           " affine: not axis-aligned (two data axes along world axis " +
+                           std::to_string(r) + ")");
+    row_used[r] = true;
+    const std::size_t k = 2 - a; // NIfTI data axis a <-> resproj axis k
+    const double m = A[r][a] * unit, t = A[r][3] * unit;
     info.voxel_size[k] = std::fabs(m);
     info.flipped[k] = m < 0;
     info.origin[k] = m < 0 ? t + m * double(info.shape[k] - 1) : t;

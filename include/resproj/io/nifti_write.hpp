@@ -75,7 +75,8 @@ nifti_header_bytes(const image_geometry &geometry, std::size_t count,
     put(40 + 2 * d, std::int16_t(1));
   put(70, std::int16_t(std::is_same_v<T, float> ? 16 : 64));
   put(72, std::int16_t(8 * sizeof(T)));
-  put(76, 1.0f); // pixdim[0] = qfac = 1
+  // qfac = -1: the permutation below (i -> z, j -> y, k -> x) is a reflection.
+  put(76, -1.0f);
   for (std::size_t d = 1; d <= 3; ++d)
     put(76 + 4 * d, float(geometry.voxel_size()[3 - d]));
   put(108, float(nifti_min_vox_offset));
@@ -86,14 +87,20 @@ nifti_header_bytes(const image_geometry &geometry, std::size_t count,
   std::memcpy(hdr.data() + 148, descrip, sizeof descrip);
   put(252, std::int16_t(1)); // qform_code: scanner anatomical
   put(254, std::int16_t(1)); // sform_code: scanner anatomical
-  // quatern_b/c/d = 0 (identity rotation)
-  for (std::size_t a = 0; a < 3; ++a) {
-    const float o = float(geometry.origin()[2 - a]);
-    put(268 + 4 * a, o); // qoffset
+  // Rotation of the qform: -90 degrees about y (a = 1/sqrt2, c = -1/sqrt2),
+  // with qfac -1 giving the permutation i -> z, j -> y, k -> x.
+  put(256, 0.0f);                        // quatern_b
+  put(260, float(-0.70710678118654752)); // quatern_c
+  put(264, 0.0f);                        // quatern_d
+  // World axis w is resproj axis w: NIfTI data axis a (resproj axis 2 - a)
+  // runs along world axis 2 - a.
+  for (std::size_t w = 0; w < 3; ++w) {
+    const float o = float(geometry.origin()[w]);
+    put(268 + 4 * w, o); // qoffset x, y, z
     for (std::size_t c = 0; c < 4; ++c)
-      put(280 + 16 * a + 4 * c, c == a   ? float(geometry.voxel_size()[2 - a])
-                                : c == 3 ? o
-                                         : 0.0f);
+      put(280 + 16 * w + 4 * c, c == 2 - w ? float(geometry.voxel_size()[w])
+                                : c == 3   ? o
+                                           : 0.0f);
   }
   std::memcpy(hdr.data() + 344, "n+1\0", 4);
   // hdr[348..351]: extension flag 0 (no extensions).
@@ -104,8 +111,10 @@ nifti_header_bytes(const image_geometry &geometry, std::size_t count,
 /// Writes `data` (C order `[i0][i1][i2]`, `geometry.shape()`) as the
 /// single-file NIfTI-1 image `path` (created or replaced): float32 for
 /// `float`, float64 for `double`, host byte order, vox_offset 352, no
-/// extensions, scl_slope 1, sform = qform (code 1) =
-/// `diag(s2, s1, s0)` + `(o2, o1, o0)`, units mm. See the axis mapping in the
+/// extensions, scl_slope 1, sform = qform (code 1) taking NIfTI i, j, k
+/// (resproj axes 2, 1, 0) to world z, y, x with voxel sizes s2, s1, s0 and
+/// translation (o0, o1, o2), units mm: resproj axis 2, the scanner axis,
+/// is the superior axis in viewers. See the axis mapping in the
 /// file comment. Every argument is checked before the file system is
 /// touched; the file is then written beside `path` and renamed over it
 /// only on success, so on any error an existing `path` is left as it was

@@ -112,17 +112,19 @@ inline std::filesystem::path create_temporary_beside(const std::filesystem::path
   fail(path, "cannot open for writing: no unused temporary file name found beside it");
 }
 
-/// Replaces the file `path` as a whole: `write(std::fstream &f)` fills a new
-/// temporary file in the same directory, which is renamed over `path` only
-/// when `write` and closing succeeded. On any error the temporary file is
-/// removed and `path` is left as it was (or absent). A symbolic link is
-/// followed (the file it points to is replaced, the link stays); an existing
-/// file keeps its permission bits (not its owner, nor its hard links: they
-/// keep the old contents), a new one gets 0666 less the umask.
+/// Replaces the file `path` as a whole: `write_file(tmp)` writes the new
+/// contents to the empty temporary file `tmp` in the same directory, which
+/// is renamed over `path` when `write_file` returns. On any error the
+/// temporary file is removed and `path` is left as it was (or absent). A
+/// symbolic link is followed (the file it points to is replaced, the link
+/// stays); an existing file keeps its permission bits (not its owner, nor
+/// its hard links: they keep the old contents), a new one gets 0666 less
+/// the umask.
 /// @throws io_error (nothing created) as `resolve_replace_target`; io_error
-///         if the temporary file cannot be created, written or renamed;
-///         whatever `write` throws.
-template <class WriteFn> void replace_file(const std::string &path, WriteFn &&write) {
+///         if the temporary file cannot be created or renamed; whatever
+///         `write_file` throws.
+template <class WriteFileFn>
+void replace_via_temporary(const std::string &path, WriteFileFn &&write_file) {
   namespace fs = std::filesystem;
   const replace_target target = resolve_replace_target(path);
   const fs::path tmp = create_temporary_beside(target.file, path);
@@ -134,13 +136,7 @@ template <class WriteFn> void replace_file(const std::string &path, WriteFn &&wr
         fail(path, "cannot set the permissions of the temporary file '" + tmp.string() +
                        "': " + ec.message());
     }
-    errno = 0;
-    std::fstream f(tmp, std::ios::binary | std::ios::out | std::ios::trunc);
-    if (!f)
-      fail(path, "cannot open for writing (the temporary file '" + tmp.string() + "')" +
-                     errno_text(errno));
-    write(f);
-    close_checked(f, path);
+    write_file(tmp);
     fs::rename(tmp, target.file, ec);
     if (ec)
       fail(path, "cannot replace it with the temporary file '" + tmp.string() +
@@ -150,6 +146,22 @@ template <class WriteFn> void replace_file(const std::string &path, WriteFn &&wr
     fs::remove(tmp, ignored);
     throw;
   }
+}
+
+/// Replaces the file `path` as a whole (as `replace_via_temporary`):
+/// `write(std::fstream &f)` fills the temporary file through a stream.
+/// @throws as `replace_via_temporary`; io_error if the stream cannot be
+///         opened or closed.
+template <class WriteFn> void replace_file(const std::string &path, WriteFn &&write) {
+  replace_via_temporary(path, [&](const std::filesystem::path &tmp) {
+    errno = 0;
+    std::fstream f(tmp, std::ios::binary | std::ios::out | std::ios::trunc);
+    if (!f)
+      fail(path, "cannot open for writing (the temporary file '" + tmp.string() + "')" +
+                     errno_text(errno));
+    write(f);
+    close_checked(f, path);
+  });
 }
 
 } // namespace rawio
