@@ -47,7 +47,7 @@ def synchronize(device: int = 0, stream=0) -> None:
 
 def __getattr__(name):
     # Submodules on first use: `resproj.torch` needs PyTorch.
-    if name in ("torch", "scanner", "listmode"):
+    if name in ("torch", "scanner", "listmode", "nifti"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -240,6 +240,14 @@ def write_listmode(
 ) -> None:
     """Writes (or appends) events as 10-byte list-mode records."""
 
+def write_nifti(path: str, image: Array, geometry: ImageGeometry) -> None:
+    """
+    Writes a host float32/float64 image (C order, `geometry.shape`) as a NIfTI-1 file (replaced as a whole): axis 2 is the superior axis, voxel sizes and origin in mm.
+    """
+
+def read_nifti(path: str) -> tuple[NDArray[numpy.float32], ImageGeometry]:
+    """Reads a NIfTI-1 image as (float32 array in C order, ImageGeometry)."""
+
 def validate_events(
     pairs: Array, num_detectors: int, bins: Array | None = None, num_tof_bins: int = 0
 ) -> tuple[int, int]:

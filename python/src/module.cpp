@@ -443,4 +443,5 @@ NB_MODULE(_resproj, m) {
 
   bind_scanner(m);
   bind_listmode(m);
+  bind_nifti(m);
 }

@@ -9,5 +9,7 @@ namespace resproj_py {
 void bind_scanner(nanobind::module_ &m);
 /// List-mode files and event checks (scanner.cpp).
 void bind_listmode(nanobind::module_ &m);
+/// NIfTI-1 images on the host (scanner.cpp).
+void bind_nifti(nanobind::module_ &m);
 
 } // namespace resproj_py

@@ -18,7 +18,9 @@
 #include "arrays.hpp"
 #include "call.hpp"
 #include "module_parts.hpp"
+#include "resproj/core/image_geometry.hpp"
 #include "resproj/io/listmode_file.hpp"
+#include "resproj/io/nifti.hpp"
 #include "resproj/scanner/dmi.hpp"
 #include "resproj/scanner/listmode.hpp"
 #include "resproj/scanner/polygon_scanner.hpp"
@@ -212,6 +214,55 @@ void bind_listmode(nb::module_ &m) {
       },
       "pairs"_a, "num_detectors"_a, "bins"_a = nb::none(), "num_tof_bins"_a = 0,
       "Host events: (number invalid, index of the first invalid or n).");
+}
+
+void bind_nifti(nb::module_ &m) {
+  m.def(
+      "write_nifti",
+      [](const std::string &path, const in_array &image,
+         const rp::image_geometry &geometry) {
+        const std::int64_t n = geometry.num_voxels();
+        const auto &sh = geometry.shape();
+        const auto info = info_of(image);
+        const bool dbl = info.dtype == dt<double>();
+        check_host(image, "image", dbl ? dt<double>() : dt<float>(), "the image",
+                   {sh[0], sh[1], sh[2]});
+        const nb::gil_scoped_release release;
+        if (dbl)
+          rp::io::write_nifti(
+              path,
+              rp::span<const double>(static_cast<const double *>(image.data()),
+                                     std::size_t(n)),
+              geometry);
+        else
+          rp::io::write_nifti(
+              path,
+              rp::span<const float>(static_cast<const float *>(image.data()),
+                                    std::size_t(n)),
+              geometry);
+      },
+      "path"_a, "image"_a, "geometry"_a,
+      "Writes a host float32/float64 image (C order, `geometry.shape`) as a NIfTI-1 file "
+      "(replaced as a whole): axis 2 is the superior axis, voxel sizes and origin in "
+      "mm.");
+  m.def(
+      "read_nifti",
+      [](const std::string &path) {
+        rp::image_geometry g({1, 1, 1}, {1, 1, 1}, {0, 0, 0});
+        std::vector<float> v;
+        {
+          const nb::gil_scoped_release release;
+          g = rp::io::read_nifti_geometry<float>(path);
+          v.resize(std::size_t(g.num_voxels()));
+          rp::io::read_nifti<float>(path, rp::span<float>(v.data(), v.size()));
+        }
+        const auto &sh = g.shape();
+        return std::make_pair(
+            to_numpy<float>(std::move(v),
+                            {std::size_t(sh[0]), std::size_t(sh[1]), std::size_t(sh[2])}),
+            g);
+      },
+      "path"_a, "Reads a NIfTI-1 image as (float32 array in C order, ImageGeometry).");
 }
 
 } // namespace resproj_py
