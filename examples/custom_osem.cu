@@ -11,10 +11,13 @@
 // the OSEM loop as plain calls on one stream. The contrast recovery it
 // prints equals the demo's.
 //
+// It writes into the folder custom_osem_out.
+//
 // usage: custom_osem [--events N] [--iterations K] [--subsets S]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include <resproj/gpu/file_io.cuh>
@@ -69,7 +72,8 @@ int main(int argc, char **argv) {
     const auto records = resproj::scanner::pack_events(
         resproj::span<const std::int32_t>(drawn.pairs.data(), drawn.pairs.size()),
         resproj::span<const std::int16_t>(drawn.bins.data(), drawn.bins.size()));
-    const std::string path = "custom_osem_events.lm";
+    std::filesystem::create_directories("custom_osem_out");
+    const std::string path = "custom_osem_out/events.lm";
     resproj::io::write_listmode_file(
         path, resproj::span<const resproj::scanner::listmode_event>(records.data(),
                                                                     records.size()));
@@ -112,7 +116,7 @@ int main(int argc, char **argv) {
         gpu::back(op, g.view(), lors, resproj::span<const float>(qk.data(), n), s);
         recon::gpu_em_update(x, g, sens, 1.f / float(num_subsets), s);
       }
-    gpu::write_nifti_from_device(io, "custom_osem.nii", x, s);
+    gpu::write_nifti_from_device(io, "custom_osem_out/custom_osem.nii", x, s);
     // --------------------------------------------------------------------
 
     std::vector<float> h(x.size());
@@ -122,7 +126,7 @@ int main(int argc, char **argv) {
     for (std::size_t k = 0; k < quality.contrast_recovery.size(); ++k)
       std::printf("  hot sphere %4.1f mm: contrast recovery %5.1f %%\n",
                   quality.sphere_diameter[k], 100 * quality.contrast_recovery[k]);
-    std::printf("  background variability %.1f %%; wrote custom_osem.nii\n",
+    std::printf("  background variability %.1f %%; wrote custom_osem_out/custom_osem.nii\n",
                 100 * quality.background_variability);
     std::remove(path.c_str());
   } catch (const std::exception &e) {

@@ -17,12 +17,16 @@
 // dmi scanner, 1.5M events, 34 subsets, 2 iterations (about a minute on 2
 // idle cores).
 //
+// Everything it writes goes to the folder --out (default demo_out, created
+// if missing).
+//
 // usage: demo [--events N] [--iterations K] [--subsets S] [--cpu] [--out DIR]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,7 +65,7 @@ struct settings {
   long long events = -1;
   int iterations = 2, subsets = 34;
   bool force_cpu = false;
-  std::string out = ".";
+  std::string out = "demo_out";
 };
 
 /// The first `rings` rings of the dmi scanner (all 36 = dmi itself).
@@ -171,6 +175,7 @@ int main(int argc, char **argv) {
     const auto model = ex::sinogram_model(sc, x_true, corr, syn, project);
     const auto drawn =
         ex::draw_events(sc, model, x_true, tof, std::size_t(set.events), 2026, profiles);
+    std::filesystem::create_directories(set.out);
     const std::string lm_path = set.out + "/demo_events.lm";
     const auto records = rs::pack_events(
         resproj::span<const std::int32_t>(drawn.pairs.data(), drawn.pairs.size()),
