@@ -21,7 +21,7 @@ namespace detail {
 /// `cudaStreamCaptureModeRelaxed` for its scope, so that a call the runtime
 /// classes as "potentially unsafe" while a global-mode capture is active
 /// neither fails nor invalidates that capture (on this or another thread).
-/// Measured on CUDA 13.0 / H200: without it, `cudaMallocAsync` and
+/// Observed with CUDA 13.0: without it, `cudaMallocAsync` and
 /// `cudaFreeAsync` on a stream that is *not* capturing, `cudaMemPoolGetAttribute`,
 /// `cudaMemPoolSetAttribute`, `cudaHostAlloc`, `cudaFreeHost` and
 /// `cudaEventQuery` all fail with cudaErrorStreamCaptureUnsupported and

@@ -12,13 +12,12 @@
 /// workspace holds zeros (every call leaves it so), so one workspace serves
 /// any number of calls, on one stream at a time.
 ///
-/// When it pays (H200, benchmarks/NOTES.md): list-mode back projection of
-/// 1e7 events sorted by `listmode_order`'s TOF key, with lock-step, 1.46x
-/// (8.1 vs 11.7 ms). It loses in random order (1.33x slower: the working
-/// set misses L2), for the sinogram back projection (4% slower) and for
-/// OSEM subsets of 1.2M sorted events (too sparse a touch per call); the
-/// reduction costs a pass over the workspace per call. So: large calls of
-/// sorted events.
+/// When it pays: large calls of list-mode events sorted by
+/// `listmode_order`'s TOF key, with lock-step. It loses in random order (the
+/// working set misses L2), for the sinogram back projection and for
+/// OSEM-sized subsets (too sparse a touch per call), since the reduction
+/// costs a pass over the workspace per call. The measurements are in
+/// docs/kernel-choices.md.
 #pragma once
 
 #include <cstddef>
