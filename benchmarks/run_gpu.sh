@@ -3,11 +3,12 @@
 # gpu or gpu-ptds (tests, ctest label gpu) and gpu-bench (benchmarks, examples).
 #
 # Usage: benchmarks/run_gpu.sh [--stages build,test,bench] [options]
-#   --stages LIST          of build,test,bench,demo,profile; build builds what the others use
+#   --stages LIST          of build,test,sanitize,bench,demo,profile; build builds what the others use
+#                          (sanitize: the GPU tests under compute-sanitizer, tests/gpu/run_sanitizers.sh)
 #   --ptds                 test preset gpu-ptds (tests use the per-thread default stream)
 #   --build-targets "T..." only these targets, each built in the preset that has it
 #   --no-ctest             run the built test binaries directly (--test-binaries REGEX,
-#                          default '^gpu_'; --tests GTEST_FILTER) instead of ctest
+#                          default '^(gpu|contract)_'; --tests GTEST_FILTER) instead of ctest
 #   --ctest-args "ARGS"    extra arguments of `ctest --preset gpu`, e.g. "-L multi_gpu"
 #   --bench REGEX          benchmark filter; --bench-binaries REGEX (default: those using
 #                          CUDA); --bench-args "ARGS" for every benchmark binary
@@ -22,7 +23,7 @@
 
 set -u -o pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) && cd "$root" || exit 1
-stages=build,test,bench ptds=0 targets='' ctest=1 gtest_filter='*' test_re='^gpu_'
+stages=build,test,bench ptds=0 targets='' ctest=1 gtest_filter='*' test_re='^(gpu|contract)_'
 ctest_args='' bench_filter='.' bench_re='' bench_args='' demo_args='' timeout_s=300
 prof_bin=bench_gpu_tof prof_kernels='.' prof_count=4 prof_filters=() cmake_args=()
 jobs=$(nproc 2>/dev/null || echo 4)
@@ -46,32 +47,28 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 has() { case ",$stages," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
-for s in ${stages//,/ }; do [[ ,build,test,bench,demo,profile, == *",$s,"* ]] || { echo "bad stage $s" >&2; exit 2; }; done
+for s in ${stages//,/ }; do [[ ,build,test,sanitize,bench,demo,profile, == *",$s,"* ]] || { echo "bad stage $s" >&2; exit 2; }; done
 test_preset=gpu && [ $ptds = 1 ] && test_preset=gpu-ptds
 presets=()
-if has test || ! { has bench || has demo || has profile; }; then presets+=("$test_preset"); fi
-if has bench || has demo || has profile || ! has test; then presets+=(gpu-bench); fi
+if has test || has sanitize || ! { has bench || has demo || has profile; }; then presets+=("$test_preset"); fi
+if has bench || has demo || has profile || ! { has test || has sanitize; }; then presets+=(gpu-bench); fi
 OUT=${OUT:-$root/out} && mkdir -p "$OUT" || exit 1
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} # NVLink multicast stays off
 state=$(mktemp -d "${TMPDIR:-/tmp}/run_gpu.XXXXXX") && trap 'rm -rf "$state"' EXIT || exit 1
 failures=0 && declare -A n # test counts
-log() { printf '[run_gpu %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-note() { log "$*"; echo "- $*" >>"$state/notes"; }                          # a line of summary.md
-result() { [ "$1" -eq 0 ] || failures=$((failures + 1)); note "${*:2}"; } # result <rc> <text>
-matches() { printf '%s\n' "${1##*/}" | grep -qE -- "$2"; }                # matches <path> <regex>
+log() { printf '[run_gpu %s] %s\n' "$(date +%H:%M:%S)" "$*"; }; note() { log "$*"; echo "- $*" >>"$state/notes"; }
+result() { [ "$1" -eq 0 ] || failures=$((failures + 1)); note "${*:2}"; }; matches() { printf '%s\n' "${1##*/}" | grep -qE -- "$2"; }
 cap() { [ -f "$1" ] && [ "$(stat -c %s "$1")" -gt $((15 << 20)) ] && tail -c $((15 << 20)) "$1" >"$1.t" && mv "$1.t" "$1"; }
 summary() {
   { echo "# resproj GPU run, $(date -u '+%F %T') UTC"; echo; echo "Stages $stages; presets ${presets[*]}."
     echo; echo '```'; { nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv || echo "(no nvidia-smi)"; } 2>/dev/null
-    echo '```'; echo; cat "$state/notes" 2>/dev/null
-    [ -f "$OUT/bench.json" ] && echo && python3 "$root/benchmarks/summarize_bench.py" "$OUT/bench.json" "$OUT/chunks.csv"
+    echo '```'; echo; cat "$state/notes" 2>/dev/null; [ -f "$OUT/bench.json" ] && echo && python3 "$root/benchmarks/summarize_bench.py" "$OUT/bench.json" "$OUT/chunks.csv"
     echo; echo "Files in \$OUT: $(find "$OUT" -type f -printf '%P\n' | sort | tr '\n' ' ')"
   } >"$OUT/summary.md"
 }
 
 if has build; then
-  for p in "${presets[@]}"; do
-    t0=$SECONDS
+  for p in "${presets[@]}"; do t0=$SECONDS
     (echo "=================== preset $p" && cmake --preset "$p" ${cmake_args[@]+"${cmake_args[@]}"} || exit
       want=() && for t in $targets; do ninja -C "build/$p" -t query "$t" &>/dev/null && want+=("$t"); done
       [ -n "$targets" ] && [ ${#want[@]} -eq 0 ] && exit 99 # none of the targets is in $p
@@ -89,7 +86,7 @@ if has test && [ $ctest = 1 ]; then
   rc=$? && for k in run fail notrun; do n[$k]=$(grep -c "status=\"$k\"" "$state/junit.xml" 2>/dev/null); done
   result $rc "ctest --preset $test_preset: passed ${n[run]:-0}, failed ${n[fail]:-0}, skipped ${n[notrun]:-0} (exit $rc)"
 elif has test; then
-  for bin in $(find "build/$test_preset/tests" -maxdepth 1 -type f -perm -u+x 2>/dev/null | sort); do
+  for bin in $(find "build/$test_preset/tests" -maxdepth 2 -type f -perm -u+x 2>/dev/null | sort); do
     matches "$bin" "$test_re" || continue
     timeout "$timeout_s" "$bin" --gtest_filter="$gtest_filter" --gtest_color=no >"$state/one.log" 2>&1
     rc=$? && for k in PASSED FAILED SKIPPED; do # GoogleTest's "[  PASSED  ] 12 tests." lines
@@ -99,7 +96,11 @@ elif has test; then
     result $rc "test ${bin##*/}: passed ${n[PASSED]:-0}, failed ${n[FAILED]:-0}, skipped ${n[SKIPPED]:-0} (exit $rc)"
   done
 fi
-has test && { cap "$OUT/tests.log"; summary; }
+has test && { cap "$OUT/tests.log"; summary; }; if has sanitize; then # every GPU test binary under memcheck, racecheck, synccheck, initcheck
+  tests/gpu/run_sanitizers.sh "build/$test_preset" "$state/san" >"$OUT/sanitize.log" 2>&1
+  rc=$? && cat "$state/san/sanitizers.md" >>"$OUT/sanitize.log" 2>/dev/null
+  result $rc "sanitize: exit $rc (sanitize.log)"; cap "$OUT/sanitize.log"; summary
+fi
 
 if has bench; then
   for bin in $(find build/gpu-bench/benchmarks -maxdepth 1 -type f -perm -u+x -name 'bench_*' 2>/dev/null | sort); do
@@ -128,8 +129,7 @@ if has demo; then
     echo "=================== ${argv[*]}" >>"$OUT/demo.log"
     (cd "$scratch" && timeout "$timeout_s" "$ex/${argv[0]}" "${argv[@]:1}") >>"$OUT/demo.log" 2>&1 || rc=$?
   done
-  find "$scratch" -maxdepth 1 -name '*.png' -exec cp {} "$OUT/" \;
-  result $rc "demo: exit $rc (demo.log)"; cap "$OUT/demo.log"; summary
+  find "$scratch" -maxdepth 1 -name '*.png' -exec cp {} "$OUT/" \; ; result $rc "demo: exit $rc (demo.log)"; cap "$OUT/demo.log"; summary
 fi
 
 if has profile; then
