@@ -8,7 +8,9 @@ TOF list-mode) for NumPy, CuPy and PyTorch arrays, without copies.
     x = resproj.back(resproj.NonTof(), g, y, lors)     # new zero image + A^T y
 
 Host arrays run on the CPU backend; CUDA arrays (CuPy, PyTorch) on the GPU,
-queued on the current stream of their library. See docs/python.md.
+queued on the current stream of their library. `resproj.recon` reconstructs
+list-mode files (OSEM); `resproj.LorStreamer` projects host LORs against a
+GPU image. See docs/python.md.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ._core import (
 )
 from ._linear import AdjointOperator, LinearOperator, Projector
 from ._resproj import ImageGeometry, TofParams
+from ._streamer import LorStreamer
 
 __version__ = _resproj.__version__
 
@@ -47,7 +50,7 @@ def synchronize(device: int = 0, stream=0) -> None:
 
 def __getattr__(name):
     # Submodules on first use: `resproj.torch` needs PyTorch.
-    if name in ("torch", "scanner", "listmode", "nifti"):
+    if name in ("torch", "scanner", "listmode", "nifti", "recon"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
@@ -67,6 +70,7 @@ __all__ = [
     "LinearOperator",
     "AdjointOperator",
     "Projector",
+    "LorStreamer",
     "has_gpu_backend",
     "cuda_device_count",
     "synchronize",

@@ -1,6 +1,6 @@
 """Compiled core of resproj (use the `resproj` package)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 import numpy
@@ -252,3 +252,158 @@ def validate_events(
     pairs: Array, num_detectors: int, bins: Array | None = None, num_tof_bins: int = 0
 ) -> tuple[int, int]:
     """Host events: (number invalid, index of the first invalid or n)."""
+
+class ReconSubsets:
+    """
+    A scanner's span-1 sinogram (all ring differences, `radial_trim` bins dropped at each radial edge) split into OSEM subsets by view, with the image reconstructed (recon::sinogram_subsets).
+    """
+
+    def __init__(
+        self,
+        scanner: PolygonScanner,
+        radial_trim: int,
+        num_subsets: int,
+        geometry: ImageGeometry,
+    ) -> None: ...
+    @property
+    def num_subsets(self) -> int: ...
+    @property
+    def num_detectors(self) -> int: ...
+    @property
+    def geometry(self) -> ImageGeometry: ...
+    @property
+    def scanner(self) -> PolygonScanner: ...
+    @property
+    def layout(self) -> SinogramLayout: ...
+    @property
+    def total_count(self) -> int: ...
+    def subset_count(self, subset: int) -> int:
+        """LORs of subset `subset`."""
+
+class OsemProgress:
+    """Progress of a reconstruction, after a subset."""
+
+    @property
+    def iteration(self) -> int:
+        """0-based"""
+
+    @property
+    def subset(self) -> int:
+        """0-based, within the iteration"""
+
+    @property
+    def num_iterations(self) -> int: ...
+    @property
+    def num_subsets(self) -> int: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def last_subset_s(self) -> float: ...
+    @property
+    def eta_s(self) -> float: ...
+    def __repr__(self) -> str: ...
+
+class CpuListmodeOsem:
+    """List-mode OSEM on the CPU (see resproj.recon)."""
+
+    def __init__(
+        self,
+        subsets: ReconSubsets,
+        efficiency: Array,
+        mu: Array,
+        scale: float,
+        background: float,
+        tof: TofParams | None,
+        path: str,
+    ) -> None: ...
+    def run(
+        self, iterations: int, progress: Callable[[OsemProgress], Any] | None
+    ) -> None: ...
+    def image(self) -> NDArray[numpy.float32]: ...
+    def image_view(self) -> NDArray[numpy.float32]: ...
+    def write_nifti(self, path: str) -> None: ...
+    @property
+    def num_events(self) -> int: ...
+    @property
+    def phases(self) -> list[dict[str, Any]]: ...
+
+# Only when has_gpu_backend:
+class GpuListmodeOsem:
+    """List-mode OSEM on the GPU (see resproj.recon)."""
+
+    def __init__(
+        self,
+        subsets: ReconSubsets,
+        efficiency: Array,
+        mu: Array,
+        scale: float,
+        background: float,
+        tof: TofParams | None,
+        path: str,
+        device: int,
+        stream: int | None,
+    ) -> None: ...
+    def run(
+        self, iterations: int, progress: Callable[[OsemProgress], Any] | None
+    ) -> None: ...
+    def image(self) -> NDArray[numpy.float32]: ...
+    def image_dlpack(self) -> Any:
+        """The resident image as a DLPack capsule (no copy; keeps this object alive)."""
+
+    @property
+    def image_pointer(self) -> int: ...
+    def write_nifti(self, path: str) -> None: ...
+    @property
+    def device(self) -> int: ...
+    @property
+    def stream(self) -> int: ...
+    @property
+    def num_events(self) -> int: ...
+    @property
+    def phases(self) -> list[dict[str, Any]]: ...
+
+# Only when has_gpu_backend:
+class LorStreamer:
+    """Host-LOR streamer (see resproj.LorStreamer)."""
+
+    def __init__(
+        self, max_chunk: int, is_double: bool, slots: int, copy_threads: int, device: int
+    ) -> None: ...
+    @property
+    def device(self) -> int: ...
+    @property
+    def max_chunk(self) -> int: ...
+    def forward(
+        self,
+        geometry: ImageGeometry,
+        image: Array,
+        op: int,
+        tof: TofParams | None,
+        bins: Array | None,
+        sigmas: Array | None,
+        center_offsets: Array | None,
+        lors: int,
+        lor_a: Array,
+        lor_b: Array,
+        out: Array,
+        stream: int,
+    ) -> None:
+        """Streamed forward projection into host `out`."""
+
+    def back(
+        self,
+        geometry: ImageGeometry,
+        values: Array,
+        op: int,
+        tof: TofParams | None,
+        bins: Array | None,
+        sigmas: Array | None,
+        center_offsets: Array | None,
+        lors: int,
+        lor_a: Array,
+        lor_b: Array,
+        out: Array,
+        stream: int,
+        zero_out: bool,
+    ) -> None:
+        """Streamed back projection of host `values`, added into the CUDA image `out`."""

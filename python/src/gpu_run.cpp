@@ -9,43 +9,17 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "call.hpp"
 #include "dispatch.hpp"
 #include "gpu_api.hpp"
+#include "gpu_util.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/gpu/compiled.hpp"
 
 namespace resproj_py {
 namespace {
-
-void check_cuda(cudaError_t e, const char *what) {
-  if (e != cudaSuccess)
-    throw rp::gpu_error(std::string("resproj: ") + what + ": " + cudaGetErrorName(e) +
-                            ": " + cudaGetErrorString(e),
-                        int(e));
-}
-
-/// Makes `device` current for the scope; restores the previous device.
-class device_scope {
-public:
-  explicit device_scope(int device) {
-    check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device)
-      check_cuda(cudaSetDevice(device), "cudaSetDevice");
-    changed_ = previous_ != device;
-  }
-  ~device_scope() {
-    if (changed_)
-      cudaSetDevice(previous_);
-  }
-  device_scope(const device_scope &) = delete;
-  device_scope &operator=(const device_scope &) = delete;
-
-private:
-  int previous_ = 0;
-  bool changed_ = false;
-};
 
 /// Per device: a non-blocking stream owned by the binding and two events,
 /// created once and kept for the life of the process, that order work
@@ -78,26 +52,30 @@ bool is_legacy(std::uintptr_t handle) {
   return handle == 0 || reinterpret_cast<cudaStream_t>(handle) == cudaStreamLegacy;
 }
 
-/// Runs `f(stream)` on the caller's stream, or on the bridge stream ordered
-/// after and before the legacy default stream; then synchronises if asked.
-template <class F> void on_stream(const call &c, F &&f) {
-  const device_scope scope(c.device);
-  if (!is_legacy(c.stream)) {
-    const auto s = reinterpret_cast<cudaStream_t>(c.stream);
+/// Runs `f(stream)` on `device` on the caller's stream, or on the bridge
+/// stream ordered after and before the legacy default stream; then
+/// synchronises if asked.
+template <class F> void on_stream(int device, std::uintptr_t stream, bool sync, F &&f) {
+  const device_scope scope(device);
+  if (!is_legacy(stream)) {
+    const auto s = reinterpret_cast<cudaStream_t>(stream);
     f(s);
-    if (c.sync)
+    if (sync)
       check_cuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     return;
   }
   const std::lock_guard<std::mutex> lock(bridge_mutex);
-  legacy_bridge &b = bridge_of(c.device);
+  legacy_bridge &b = bridge_of(device);
   check_cuda(cudaEventRecord(b.before, cudaStreamLegacy), "cudaEventRecord");
   check_cuda(cudaStreamWaitEvent(b.stream, b.before, 0), "cudaStreamWaitEvent");
   f(b.stream);
   check_cuda(cudaEventRecord(b.after, b.stream), "cudaEventRecord");
   check_cuda(cudaStreamWaitEvent(cudaStreamLegacy, b.after, 0), "cudaStreamWaitEvent");
-  if (c.sync)
+  if (sync)
     check_cuda(cudaStreamSynchronize(b.stream), "cudaStreamSynchronize");
+}
+template <class F> void on_stream(const call &c, F &&f) {
+  on_stream(c.device, c.stream, c.sync, std::forward<F>(f));
 }
 
 template <class T> void run_gpu(const call &c) {
@@ -132,6 +110,12 @@ void run_gpu_float(const call &c) { run_gpu<float>(c); }
 void run_gpu_double(const call &c) { run_gpu<double>(c); }
 
 int cuda_device_count() { return rp::gpu::compiled::device_count(); }
+
+void on_caller_stream(int device, std::uintptr_t stream,
+                      const std::function<void(std::uintptr_t)> &f) {
+  on_stream(device, stream, false,
+            [&](cudaStream_t s) { f(reinterpret_cast<std::uintptr_t>(s)); });
+}
 
 void synchronize(int device, std::uintptr_t stream) {
   const device_scope scope(device);

@@ -444,4 +444,9 @@ NB_MODULE(_resproj, m) {
   bind_scanner(m);
   bind_listmode(m);
   bind_nifti(m);
+  bind_recon(m);
+#if RESPROJ_PYTHON_GPU
+  bind_recon_gpu(m);
+  bind_streamer(m);
+#endif
 }

@@ -11,5 +11,11 @@ void bind_scanner(nanobind::module_ &m);
 void bind_listmode(nanobind::module_ &m);
 /// NIfTI-1 images on the host (scanner.cpp).
 void bind_nifti(nanobind::module_ &m);
+/// Reconstruction subsets and list-mode OSEM on the CPU (recon.cpp).
+void bind_recon(nanobind::module_ &m);
+/// List-mode OSEM on the GPU (recon_gpu.cpp; GPU backend only).
+void bind_recon_gpu(nanobind::module_ &m);
+/// The host-LOR streamer (streamer.cpp; GPU backend only).
+void bind_streamer(nanobind::module_ &m);
 
 } // namespace resproj_py

@@ -1,6 +1,7 @@
 // Part of the target resproj::gpu_compiled: the non-template functions and
 // the classes of gpu/compiled.hpp. The projections are instantiated by
-// float_forward.cu, float_back.cu, double_forward.cu and double_back.cu.
+// float_forward.cu, float_back.cu, double_forward.cu and double_back.cu;
+// recon.cu holds gpu/compiled_recon.hpp.
 #include "resproj/gpu/compiled/definitions.cuh"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/listmode_events.cuh"

@@ -1,0 +1,107 @@
+/// @file
+/// @brief Host-only declaration of the GPU list-mode OSEM reconstruction for
+/// translation units compiled by a plain C++ compiler: a list-mode file on
+/// disk to an image resident on the GPU, set up as `recon::gpu_listmode_data`
+/// does (events read straight into device memory, validated, grouped and
+/// reordered per subset; per-event corrections; the sensitivity image on a
+/// second stream) and run by `recon::osem` over `recon::gpu_listmode_backend`.
+/// Link `resproj::gpu_compiled`. No CUDA type appears here except
+/// `cudaStream_t`.
+///
+///     const recon::sinogram_subsets sub(scanner::dmi(), 65, 34, geometry);
+///     gpu::compiled::listmode_osem r(sub, corr, scanner::dmi_tof(), "scan.lm", s);
+///     r.run(2);
+///     r.write_nifti("osem.nii");
+///     r.phases().print(stdout);
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <driver_types.h> // cudaStream_t only
+
+#include "resproj/core/config.hpp"
+#include "resproj/core/span.hpp"
+#include "resproj/core/tof.hpp"
+#include "resproj/gpu/device_image_view.hpp"
+#include "resproj/recon/corrections.hpp"
+#include "resproj/recon/em.hpp"
+#include "resproj/recon/phase_timing.hpp"
+#include "resproj/recon/sinogram_subsets.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace gpu {
+namespace compiled {
+
+/// TOF (or non-TOF, `tof.num_bins == 0`) list-mode OSEM of one list-mode
+/// file, resident on the GPU that is current at construction. Owns a copy
+/// of the subsets and their device tables, the file reader, the events with
+/// their corrections, the sensitivity image and the reconstructed image
+/// (started at 1 everywhere). Every call returns with its work finished:
+/// nothing is left queued on the stream between calls. One call at a time
+/// per object; the stream must outlive it. Move-only.
+class listmode_osem {
+public:
+  /// Reads and prepares everything; records the set-up phases ("mu",
+  /// "read", "group", "reorder", "corr", "sens_wait", "sens", "backend") in
+  /// `phases()`.
+  /// Synchronises `stream` (at every phase boundary).
+  /// @param subsets     scanner, sinogram subsets by view and image geometry
+  /// @param corrections efficiencies (one per detector), mu-map (the
+  ///                    image's size), scale, background per sinogram bin
+  /// @param tof         TOF parameters of the events' bins (`num_bins == 0`:
+  ///                    non-TOF, bins ignored)
+  /// @param path        list-mode file of 10-byte records
+  /// @param stream      a stream of the current device, not the legacy
+  ///                    default stream; used by every call of this object
+  /// @throws invalid_argument ("stream") for the legacy default stream,
+  ///         ("c.mu", "c.efficiency") for corrections that do not match
+  ///         `subsets`, or as `tof_params`; io_error if the file cannot be
+  ///         read, is empty or damaged, or holds events outside the scanner
+  ///         or the TOF bins; gpu_out_of_memory, gpu_error.
+  listmode_osem(const recon::sinogram_subsets &subsets,
+                const recon::corrections &corrections, const tof_params<float> &tof,
+                const std::string &path, cudaStream_t stream);
+  ~listmode_osem();
+  listmode_osem(listmode_osem &&) noexcept;
+  listmode_osem &operator=(listmode_osem &&) noexcept;
+
+  /// Runs `iterations` more OSEM iterations from the current image and adds
+  /// their time to the phase "osem". Synchronises at the end, and after
+  /// every subset when `progress` is set (the callback then sees finished
+  /// work; an exception it throws stops the run and propagates).
+  /// @param iterations passes over all subsets (>= 0)
+  /// @param progress   called after every subset, or empty (nullptr)
+  /// @throws invalid_argument ("iterations") if negative; gpu_error.
+  void run(int iterations, const recon::osem_callback &progress = nullptr);
+
+  /// Copies the image into `host` (C order). Synchronises.
+  /// @throws invalid_argument ("host") unless it has one value per voxel.
+  void image(span<float> host) const;
+
+  /// The resident image (device memory owned by this object, valid while it
+  /// lives). No work is pending on it between calls; write to it only
+  /// between calls (e.g. a new start image before `run`).
+  device_image_view<float> image_view();
+  device_image_view<const float> image_view() const;
+
+  /// Writes the image as the NIfTI-1 file `path` straight from device
+  /// memory and adds the phase "nifti". Host-blocking.
+  /// @throws invalid_argument as `io::write_nifti`; io_error.
+  void write_nifti(const std::string &path);
+
+  /// Number of events read from the file.
+  std::size_t num_events() const;
+
+  /// The phases so far: set-up, then "osem" (all `run` calls) and "nifti".
+  const recon::phase_table &phases() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace compiled
+} // namespace gpu
+RESPROJ_NAMESPACE_END

@@ -1,0 +1,183 @@
+// List-mode OSEM on the GPU for the extension module: the compiled
+// reconstruction of resproj::gpu_compiled (gpu/compiled_recon.hpp), on the
+// caller's stream or a stream of its own, with the resident image exported
+// without copies (DLPack, CUDA array interface). Compiled by the host
+// compiler, only when the binding is built with the GPU backend.
+#include <cuda_runtime_api.h>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arrays.hpp"
+#include "call.hpp"
+#include "gpu_util.hpp"
+#include "module_parts.hpp"
+#include "recon_common.hpp"
+#include "resproj/gpu/compiled_recon.hpp"
+
+namespace resproj_py {
+namespace {
+
+namespace rp = resproj;
+namespace gc = resproj::gpu::compiled;
+using namespace nb::literals;
+
+/// `gc::listmode_osem` on `device`, on the caller's stream or on a
+/// non-blocking stream of its own (created here, destroyed last).
+class gpu_listmode_osem {
+public:
+  gpu_listmode_osem(const rr::sinogram_subsets &sub, const rr::corrections &c,
+                    const rp::tof_params<float> &tof, const std::string &path, int device,
+                    std::optional<std::uintptr_t> stream)
+      : device_(device), geometry_(sub.image) {
+    const device_scope scope(device_);
+    if (stream) {
+      stream_ = reinterpret_cast<cudaStream_t>(*stream);
+    } else {
+      check_cuda(cudaStreamCreateWithFlags(&owned_, cudaStreamNonBlocking),
+                 "cudaStreamCreateWithFlags");
+      stream_ = owned_;
+    }
+    try {
+      osem_ = std::make_unique<gc::listmode_osem>(sub, c, tof, path, stream_);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~gpu_listmode_osem() { release(); }
+  gpu_listmode_osem(const gpu_listmode_osem &) = delete;
+  gpu_listmode_osem &operator=(const gpu_listmode_osem &) = delete;
+
+  void run(int iterations, const rr::osem_callback &progress) {
+    const device_scope scope(device_);
+    osem_->run(iterations, progress);
+  }
+  void image(rp::span<float> host) const {
+    const device_scope scope(device_);
+    osem_->image(host);
+  }
+  void write_nifti(const std::string &path) {
+    const device_scope scope(device_);
+    osem_->write_nifti(path);
+  }
+  float *data() { return osem_->image_view().data; }
+  const rp::image_geometry &geometry() const { return geometry_; }
+  int device() const { return device_; }
+  std::uintptr_t stream() const { return reinterpret_cast<std::uintptr_t>(stream_); }
+  std::size_t num_events() const { return osem_->num_events(); }
+  const rr::phase_table &phases() const { return osem_->phases(); }
+  call_gate &gate() { return gate_; }
+
+private:
+  /// Frees the reconstruction, then the stream of our own. Waits for the
+  /// device first: arrays exported from the image may still be read by
+  /// work of other streams.
+  void release() noexcept {
+    if (!osem_ && !owned_)
+      return;
+    int previous = 0;
+    const bool got = cudaGetDevice(&previous) == cudaSuccess;
+    cudaSetDevice(device_);
+    cudaDeviceSynchronize();
+    osem_.reset();
+    if (owned_) {
+      cudaStreamSynchronize(owned_);
+      cudaStreamDestroy(owned_);
+      owned_ = nullptr;
+    }
+    if (got)
+      cudaSetDevice(previous);
+  }
+
+  int device_;
+  rp::image_geometry geometry_;
+  cudaStream_t owned_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<gc::listmode_osem> osem_;
+  call_gate gate_;
+};
+
+std::vector<std::size_t> image_shape(const rp::image_geometry &g) {
+  const auto &s = g.shape();
+  return {std::size_t(s[0]), std::size_t(s[1]), std::size_t(s[2])};
+}
+
+} // namespace
+
+void bind_recon_gpu(nb::module_ &m) {
+  nb::class_<gpu_listmode_osem>(m, "GpuListmodeOsem",
+                                "List-mode OSEM on the GPU (see resproj.recon).")
+      .def(
+          "__init__",
+          [](gpu_listmode_osem *self, const rr::sinogram_subsets &sub,
+             const in_array &efficiency, const in_array &mu, double scale,
+             double background, const std::optional<tof_values> &tof,
+             const std::string &path, int device, std::optional<std::uintptr_t> stream) {
+            const rr::corrections c =
+                corrections_of(sub, efficiency, mu, scale, background);
+            const nb::gil_scoped_release release;
+            new (self) gpu_listmode_osem(sub, c, recon_tof(tof), path, device, stream);
+          },
+          "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a, "background"_a, "tof"_a.none(),
+          "path"_a, "device"_a, "stream"_a.none())
+      .def(
+          "run",
+          [](gpu_listmode_osem &o, int iterations, const nb::object &progress) {
+            const busy_guard busy(o.gate(), false);
+            const auto cb = progress_callback(progress, o.gate());
+            const nb::gil_scoped_release release;
+            o.run(iterations, cb);
+          },
+          "iterations"_a, "progress"_a.none())
+      .def("image",
+           [](gpu_listmode_osem &o) {
+             const busy_guard busy(o.gate(), true);
+             auto *host = new std::vector<float>(std::size_t(o.geometry().num_voxels()));
+             nb::capsule owner(host, [](void *p) noexcept {
+               delete static_cast<std::vector<float> *>(p);
+             });
+             {
+               const nb::gil_scoped_release release;
+               o.image(rp::span<float>(host->data(), host->size()));
+             }
+             const auto shape = image_shape(o.geometry());
+             return nb::ndarray<nb::numpy, float>(host->data(), 3, shape.data(), owner);
+           })
+      .def(
+          "image_dlpack",
+          [](gpu_listmode_osem &o) {
+            const auto shape = image_shape(o.geometry());
+            return nb::ndarray<float, nb::device::cuda>(
+                o.data(), 3, shape.data(), nb::find(&o), nullptr, nb::dtype<float>(),
+                nb::device::cuda::value, o.device());
+          },
+          "The resident image as a DLPack capsule (no copy; keeps this object alive).")
+      .def_prop_ro(
+          "image_pointer",
+          [](gpu_listmode_osem &o) { return reinterpret_cast<std::uintptr_t>(o.data()); })
+      .def(
+          "write_nifti",
+          [](gpu_listmode_osem &o, const std::string &path) {
+            const busy_guard busy(o.gate(), true);
+            const nb::gil_scoped_release release;
+            o.write_nifti(path);
+          },
+          "path"_a)
+      .def_prop_ro("device", &gpu_listmode_osem::device)
+      .def_prop_ro("stream", &gpu_listmode_osem::stream)
+      .def_prop_ro("num_events", &gpu_listmode_osem::num_events)
+      .def_prop_ro("phases",
+                   [](const gpu_listmode_osem &o) { return phase_list(o.phases()); });
+}
+
+} // namespace resproj_py
