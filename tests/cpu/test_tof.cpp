@@ -23,6 +23,7 @@
 #include "common/random.hpp"
 #include "common/reference.hpp"
 #include "common/tof_reference.hpp"
+#include "common/tof_setup.hpp"
 #include "resproj/core/errors.hpp"
 #include "resproj/core/operations.hpp"
 #include "resproj/core/tof.hpp"
@@ -40,37 +41,8 @@ TYPED_TEST_SUITE(CpuTof, value_types);
 
 template <class T> constexpr bool is_float() { return std::is_same<T, float>::value; }
 
-/// The library's parameters for a test setup; per-LOR arrays rounded to T
-/// into `sig`/`off` (which must outlive the result).
-template <class T>
-resproj::tof_params<T> params_of(const rt::ref::tof_setup &s, std::vector<T> &sig,
-                                 std::vector<T> &off) {
-  resproj::tof_params<T> p;
-  p.bin_width = T(s.bin_width);
-  p.num_bins = s.num_bins;
-  p.sigma = T(s.sigma);
-  p.center_offset = T(s.center_offset);
-  p.num_sigmas = T(s.num_sigmas);
-  sig.assign(s.sigmas.begin(), s.sigmas.end());
-  off.assign(s.center_offsets.begin(), s.center_offsets.end());
-  p.sigmas = rt::cspan_of(sig);
-  p.center_offsets = rt::cspan_of(off);
-  return p;
-}
-
-/// The setup as the library sees it (every value rounded to T), so the
-/// reference gets the same inputs.
-template <class T> rt::ref::tof_setup rounded(rt::ref::tof_setup s) {
-  s.bin_width = double(T(s.bin_width));
-  s.sigma = double(T(s.sigma));
-  s.center_offset = double(T(s.center_offset));
-  s.num_sigmas = double(T(s.num_sigmas));
-  for (auto &v : s.sigmas)
-    v = double(T(v));
-  for (auto &v : s.center_offsets)
-    v = double(T(v));
-  return s;
-}
+using resproj_test::params_of;
+using resproj_test::rounded;
 
 /// Per-LOR sigmas in [lo, hi) and offsets in [-off, off).
 void randomise_per_lor(rt::ref::tof_setup &s, std::size_t n, std::uint64_t seed,
