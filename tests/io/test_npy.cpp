@@ -285,6 +285,11 @@ TEST(IoNpy, AbsurdShapes) {
   expect_rejected(tmp, make_npy(dict_of("<f4", "(99999999999999999999999,)"), ""), 1,
                   {"absurd", "64 bits"});
   expect_rejected(tmp, make_npy(dict_of("<f4", "(-3,)"), ""), 1, {"negative"});
+  // A zero dimension does not hide an overflowing product, wherever it is.
+  expect_rejected(tmp, make_npy(dict_of("<f4", "(0, 4294967296, 4294967296)"), ""), 0,
+                  {"absurd", "overflows"});
+  expect_rejected(tmp, make_npy(dict_of("<f4", "(4294967296, 4294967296, 0)"), ""), 0,
+                  {"absurd", "overflows"});
   std::string many = "(";
   for (int i = 0; i < 65; ++i)
     many += "1, ";

@@ -294,11 +294,19 @@ inline npy_header read_npy_header(const std::string &path) {
   detail::npyio::parse_descr(h, path);
   h.data_offset = prefix_len + header_len;
 
+  // The product of the non-zero dimensions must fit, whatever their order
+  // and whether a zero dimension makes the array empty.
   std::uint64_t n = 1;
-  for (std::size_t dim : h.shape)
-    if (rawio::mul_overflows(n, dim, n))
+  bool empty = false;
+  for (std::size_t dim : h.shape) {
+    if (dim == 0)
+      empty = true;
+    else if (rawio::mul_overflows(n, dim, n))
       rawio::fail(path, "header field 'shape': " + npy_shape_string(h.shape) +
                             " is absurd (element count overflows 64 bits)");
+  }
+  if (empty)
+    n = 0;
   std::uint64_t bytes = 0;
   if (n > std::numeric_limits<std::size_t>::max() ||
       rawio::mul_overflows(n, dtype_size(h.type), bytes))
