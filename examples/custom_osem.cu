@@ -126,8 +126,9 @@ int main(int argc, char **argv) {
     for (std::size_t k = 0; k < quality.contrast_recovery.size(); ++k)
       std::printf("  hot sphere %4.1f mm: contrast recovery %5.1f %%\n",
                   quality.sphere_diameter[k], 100 * quality.contrast_recovery[k]);
-    std::printf("  background variability %.1f %%; wrote custom_osem_out/custom_osem.nii\n",
-                100 * quality.background_variability);
+    std::printf(
+        "  background variability %.1f %%; wrote custom_osem_out/custom_osem.nii\n",
+        100 * quality.background_variability);
     std::remove(path.c_str());
   } catch (const std::exception &e) {
     std::fprintf(stderr, "custom_osem: %s\n", e.what());

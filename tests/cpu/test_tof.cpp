@@ -44,35 +44,8 @@ template <class T> constexpr bool is_float() { return std::is_same<T, float>::va
 using resproj_test::params_of;
 using resproj_test::rounded;
 
-/// Per-LOR sigmas in [lo, hi) and offsets in [-off, off).
-void randomise_per_lor(rt::ref::tof_setup &s, std::size_t n, std::uint64_t seed,
-                       double lo, double hi, double off) {
-  rt::rng r(seed);
-  s.sigmas.resize(n);
-  s.center_offsets.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    s.sigmas[i] = r.uniform(lo, hi);
-    s.center_offsets[i] = r.uniform(-off, off);
-  }
-}
-
-/// Largest distance from the midpoint of LOR i to any point of the box (a
-/// bound on |s| of its samples).
-template <class T>
-double max_position(const rt::grid &g, const rt::lor_set<T> &l, std::size_t i) {
-  const auto a = l.start(i), b = l.end(i);
-  double best = 0;
-  for (int c = 0; c < 8; ++c) {
-    double d2 = 0;
-    for (int k = 0; k < 3; ++k) {
-      const double x = (c >> k) & 1 ? g.box_max(k) : g.box_min(k);
-      const double m = 0.5 * (a[std::size_t(k)] + b[std::size_t(k)]);
-      d2 += (x - m) * (x - m);
-    }
-    best = std::max(best, std::sqrt(d2));
-  }
-  return best;
-}
+using resproj_test::max_position;
+using resproj_test::randomise_per_lor;
 
 template <class T>
 std::vector<T> sino(const rt::grid &g, const std::vector<T> &img,

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <filesystem>
+#include <iostream>
 #include <random>
 #include <set>
 #include <string>
@@ -489,8 +489,9 @@ TEST_F(GpuTest, DeviceWritersReplaceFilesAsAWhole) {
             (std::set<std::string>{"image.nii", "ints.raw"}));
   // A directory in the way: rejected, nothing written.
   std::filesystem::create_directory(dir.file("sub.nii"));
-  expect_io_error([&] { gpu::write_nifti_from_device(io, dir.file("sub.nii"), image, s); },
-                  {"directory"});
+  expect_io_error(
+      [&] { gpu::write_nifti_from_device(io, dir.file("sub.nii"), image, s); },
+      {"directory"});
   EXPECT_EQ(resproj_test::dir_entries(dir.dir()),
             (std::set<std::string>{"image.nii", "ints.raw", "sub.nii"}));
 }

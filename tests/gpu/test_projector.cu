@@ -77,7 +77,6 @@ const problem problems[] = {
     {{1, 40, 40}, {4.0, 1.0, 1.0}},
 };
 
-
 template <class T> class GpuProjector : public GpuTest {};
 using value_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(GpuProjector, value_types);

@@ -101,7 +101,7 @@ struct problem {
 };
 
 class StreamerSources : public GpuTest,
-                         public ::testing::WithParamInterface<std::size_t> {};
+                        public ::testing::WithParamInterface<std::size_t> {};
 
 TEST_P(StreamerSources, EqualResidentAndEndPoints) {
   problem p;
@@ -412,7 +412,7 @@ void expect_same_results(const streamed_results &got, const streamed_results &re
 }
 
 class StreamerLayout : public GpuTest,
-                        public ::testing::WithParamInterface<std::size_t> {};
+                       public ::testing::WithParamInterface<std::size_t> {};
 
 TEST_P(StreamerLayout, SinogramLayoutChangesNoResult) {
   sinogram_problem p;

@@ -207,7 +207,6 @@ void back_variant(const gpu::kernel_choice &c, const Op &op,
   gpu::detail::run_back(op, image, lors.normalized(), values, c, s);
 }
 
-
 template <class T> class GpuTof : public GpuTest {};
 using value_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(GpuTof, value_types);
