@@ -49,6 +49,21 @@ void check_host(const in_array &a, const char *name, const nb::dlpack::dtype &dt
   check_array(info_of(a), name, dtype, why, shape, false, place{false, 0}, "the host");
 }
 
+/// Host events checked and viewed: pairs int32 (n, 2), optional bins int16 (n,).
+struct host_events {
+  rp::span<const std::int32_t> pairs;
+  rp::span<const std::int16_t> bins;
+  host_events(const in_array &p, const std::optional<in_array> &b) {
+    const std::int64_t n = p.ndim() == 2 ? std::int64_t(p.shape(0)) : -1;
+    check_host(p, "pairs", dt<std::int32_t>(), "detector indices", {n, 2});
+    pairs = {static_cast<const std::int32_t *>(p.data()), std::size_t(2 * n)};
+    if (b) {
+      check_host(*b, "bins", dt<std::int16_t>(), "TOF bins", {n});
+      bins = {static_cast<const std::int16_t *>(b->data()), std::size_t(n)};
+    }
+  }
+};
+
 } // namespace
 
 void bind_scanner(nb::module_ &m) {
@@ -173,18 +188,8 @@ void bind_listmode(nb::module_ &m) {
       "write_listmode",
       [](const std::string &path, const in_array &pairs, std::optional<in_array> bins,
          bool append) {
-        const std::int64_t n = pairs.ndim() == 2 ? std::int64_t(pairs.shape(0)) : -1;
-        check_host(pairs, "pairs", dt<std::int32_t>(), "detector indices", {n, 2});
-        rp::span<const std::int16_t> b;
-        if (bins) {
-          check_host(*bins, "bins", dt<std::int16_t>(), "TOF bins", {n});
-          b = rp::span<const std::int16_t>(
-              static_cast<const std::int16_t *>(bins->data()), std::size_t(n));
-        }
-        const auto events = rs::pack_events(
-            rp::span<const std::int32_t>(static_cast<const std::int32_t *>(pairs.data()),
-                                         std::size_t(2 * n)),
-            b);
+        const host_events ev(pairs, bins);
+        const auto events = rs::pack_events(ev.pairs, ev.bins);
         const rp::span<const rs::listmode_event> e(events.data(), events.size());
         const nb::gil_scoped_release release;
         if (append)
@@ -198,18 +203,9 @@ void bind_listmode(nb::module_ &m) {
       "validate_events",
       [](const in_array &pairs, std::int64_t num_detectors, std::optional<in_array> bins,
          int num_tof_bins) {
-        const std::int64_t n = pairs.ndim() == 2 ? std::int64_t(pairs.shape(0)) : -1;
-        check_host(pairs, "pairs", dt<std::int32_t>(), "detector indices", {n, 2});
-        rp::span<const std::int16_t> b;
-        if (bins) {
-          check_host(*bins, "bins", dt<std::int16_t>(), "TOF bins", {n});
-          b = rp::span<const std::int16_t>(
-              static_cast<const std::int16_t *>(bins->data()), std::size_t(n));
-        }
-        const auto r = rs::validate_events(
-            rp::span<const std::int32_t>(static_cast<const std::int32_t *>(pairs.data()),
-                                         std::size_t(2 * n)),
-            b, num_detectors, num_tof_bins);
+        const host_events ev(pairs, bins);
+        const auto r =
+            rs::validate_events(ev.pairs, ev.bins, num_detectors, num_tof_bins);
         return std::make_pair(r.num_invalid, r.first_invalid);
       },
       "pairs"_a, "num_detectors"_a, "bins"_a = nb::none(), "num_tof_bins"_a = 0,
