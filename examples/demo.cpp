@@ -18,7 +18,8 @@
 // idle cores).
 //
 // Everything it writes goes to the folder --out (default demo_out, created
-// if missing).
+// if missing): the events (demo_events.lm), the mu-map (demo_mu.nii), the
+// reconstruction (demo_osem.nii) and the PNG.
 //
 // usage: demo [--events N] [--iterations K] [--subsets S] [--cpu] [--out DIR]
 #include <algorithm>
@@ -182,8 +183,13 @@ int main(int argc, char **argv) {
         resproj::span<const std::int16_t>(drawn.bins.data(), drawn.bins.size()));
     resproj::io::write_listmode_file(
         lm_path, resproj::span<const rs::listmode_event>(records.data(), records.size()));
-    std::printf("simulated %lld events in %.1f s, written to %s\n", set.events, since(t),
-                lm_path.c_str());
+    // The mu-map too, so that other programs (examples/python/listmode_osem.py)
+    // can reconstruct the same problem from these files.
+    resproj::io::write_nifti(set.out + "/demo_mu.nii",
+                             resproj::span<const float>(corr.mu.data(), corr.mu.size()),
+                             geometry);
+    std::printf("simulated %lld events in %.1f s, written to %s (mu-map: demo_mu.nii)\n",
+                set.events, since(t), lm_path.c_str());
 
     // Reconstruction, timed phase by phase: list-mode file on disk -> NIfTI
     // on disk (the PNG and the quality figures are not part of it).

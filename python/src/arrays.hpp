@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -154,4 +155,87 @@ inline void check_array(const array_info &a, const std::string &name,
 
 template <class T> constexpr nb::dlpack::dtype dt() { return nb::dtype<T>(); }
 
+/// An array argument of a projection call: any DLPack array (imported by
+/// nanobind and kept for the call), or the plain description the Python
+/// layer makes of a PyTorch tensor, the tuple `(data_ptr, shape, strides,
+/// dtype code, dtype bits, DLPack device type, device index)`, which costs
+/// a fraction of a DLPack export. Either way the memory is the caller's and
+/// no copy is made.
+template <class A> struct array_arg {
+  array_info info;
+  std::optional<A> keep;
+};
+using in_arg = array_arg<in_array>;
+using out_arg = array_arg<out_array>;
+
+template <class A> inline const array_info &info_of(const array_arg<A> &a) {
+  return a.info;
+}
+
+namespace detail {
+/// Reads `tuple` of Python ints into `out`; false (and no Python error set)
+/// if an entry is not an int.
+inline bool int_tuple(PyObject *tuple, std::vector<std::int64_t> &out) {
+  if (!PyTuple_Check(tuple))
+    return false;
+  const Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+  out.resize(std::size_t(n));
+  for (Py_ssize_t k = 0; k < n; ++k) {
+    const long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, k));
+    if (v == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    out[std::size_t(k)] = std::int64_t(v);
+  }
+  return true;
+}
+
+/// Parses the plain tensor description of `array_arg` (see there).
+inline bool raw_array(PyObject *t, array_info &i) {
+  if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 7)
+    return false;
+  long long v[4];
+  for (int k = 0; k < 4; ++k) {
+    v[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, k + 3));
+    if (v[k] == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  void *data = PyLong_AsVoidPtr(PyTuple_GET_ITEM(t, 0));
+  if (data == nullptr && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  if (!int_tuple(PyTuple_GET_ITEM(t, 1), i.shape) ||
+      !int_tuple(PyTuple_GET_ITEM(t, 2), i.strides) || i.shape.size() != i.strides.size())
+    return false;
+  i.data = data;
+  i.dtype = nb::dlpack::dtype{std::uint8_t(v[0]), std::uint8_t(v[1]), 1};
+  i.device_type = int(v[2]);
+  i.device_id = int(v[3]);
+  return true;
+}
+} // namespace detail
+
 } // namespace resproj_py
+
+namespace nanobind::detail {
+template <class A> struct type_caster<resproj_py::array_arg<A>> {
+  NB_TYPE_CASTER(resproj_py::array_arg<A>, const_name("ndarray"))
+
+  bool from_python(handle src, uint8_t flags, cleanup_list *cleanup) noexcept {
+    if (resproj_py::detail::raw_array(src.ptr(), value.info)) {
+      value.keep.reset();
+      return true;
+    }
+    make_caster<A> c;
+    if (!c.from_python(src, flags, cleanup))
+      return false;
+    value.info = resproj_py::info_of(c.value);
+    value.keep.emplace(std::move(c.value));
+    return true;
+  }
+};
+} // namespace nanobind::detail

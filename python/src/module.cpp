@@ -37,9 +37,9 @@ namespace rp = resproj;
 
 struct lor_arrays {
   int kind;
-  const in_array *a;
-  const in_array *b;
-  const std::optional<in_array> *planes;
+  const in_arg *a;
+  const in_arg *b;
+  const std::optional<in_arg> *planes;
   const std::optional<std::array<int, 8>> *sino;
 };
 
@@ -47,9 +47,9 @@ struct lor_arrays {
 /// of the projection values.
 std::vector<std::int64_t>
 prepare(call &c, const array_info &image, const char *image_name, int op,
-        const std::optional<tof_values> &tof, const std::optional<in_array> &bins,
-        const std::optional<in_array> &sigmas,
-        const std::optional<in_array> &center_offsets, const lor_arrays &l) {
+        const std::optional<tof_values> &tof, const std::optional<in_arg> &bins,
+        const std::optional<in_arg> &sigmas, const std::optional<in_arg> &center_offsets,
+        const lor_arrays &l) {
   const auto &g = c.geometry;
   const std::vector<std::int64_t> image_shape = {g.shape()[0], g.shape()[1],
                                                  g.shape()[2]};
@@ -171,13 +171,12 @@ void run(const call &c, bool is_double) {
   is_double ? run_cpu_double(c) : run_cpu_float(c);
 }
 
-void forward(const rp::image_geometry &geometry, const in_array &image, int op,
-             const std::optional<tof_values> &tof, const std::optional<in_array> &bins,
-             const std::optional<in_array> &sigmas,
-             const std::optional<in_array> &center_offsets, int lors,
-             const in_array &lor_a, const in_array &lor_b,
-             const std::optional<in_array> &planes,
-             const std::optional<std::array<int, 8>> &sino, const out_array &out,
+void forward(const rp::image_geometry &geometry, const in_arg &image, int op,
+             const std::optional<tof_values> &tof, const std::optional<in_arg> &bins,
+             const std::optional<in_arg> &sigmas,
+             const std::optional<in_arg> &center_offsets, int lors, const in_arg &lor_a,
+             const in_arg &lor_b, const std::optional<in_arg> &planes,
+             const std::optional<std::array<int, 8>> &sino, const out_arg &out,
              std::uintptr_t stream, bool sync) {
   call c(geometry);
   c.forward = true;
@@ -194,12 +193,12 @@ void forward(const rp::image_geometry &geometry, const in_array &image, int op,
   run(c, img.dtype == dt<double>());
 }
 
-void back(const rp::image_geometry &geometry, const in_array &values, int op,
-          const std::optional<tof_values> &tof, const std::optional<in_array> &bins,
-          const std::optional<in_array> &sigmas,
-          const std::optional<in_array> &center_offsets, int lors, const in_array &lor_a,
-          const in_array &lor_b, const std::optional<in_array> &planes,
-          const std::optional<std::array<int, 8>> &sino, const out_array &out,
+void back(const rp::image_geometry &geometry, const in_arg &values, int op,
+          const std::optional<tof_values> &tof, const std::optional<in_arg> &bins,
+          const std::optional<in_arg> &sigmas,
+          const std::optional<in_arg> &center_offsets, int lors, const in_arg &lor_a,
+          const in_arg &lor_b, const std::optional<in_arg> &planes,
+          const std::optional<std::array<int, 8>> &sino, const out_arg &out,
           std::uintptr_t stream, bool sync, bool zero_out) {
   call c(geometry);
   c.forward = false;

@@ -125,10 +125,10 @@ void check_host_array(const array_info &a, const char *name,
 std::vector<std::int64_t> prepare(call &c, const lor_streamer_py &st,
                                   const array_info &image, const char *image_name, int op,
                                   const std::optional<tof_values> &tof,
-                                  const std::optional<in_array> &bins,
-                                  const std::optional<in_array> &sigmas,
-                                  const std::optional<in_array> &center_offsets, int lors,
-                                  const in_array &lor_a, const in_array &lor_b) {
+                                  const std::optional<in_arg> &bins,
+                                  const std::optional<in_arg> &sigmas,
+                                  const std::optional<in_arg> &center_offsets, int lors,
+                                  const in_arg &lor_a, const in_arg &lor_b) {
   const nb::dlpack::dtype T = st.is_double() ? dt<double>() : dt<float>();
   const char *precision =
       st.is_double() ? "the streamer is float64" : "the streamer is float32";
@@ -230,12 +230,11 @@ void bind_streamer(nb::module_ &m) {
       .def_prop_ro("max_chunk", &lor_streamer_py::max_chunk)
       .def(
           "forward",
-          [](lor_streamer_py &st, const rp::image_geometry &geometry,
-             const in_array &image, int op, const std::optional<tof_values> &tof,
-             const std::optional<in_array> &bins, const std::optional<in_array> &sigmas,
-             const std::optional<in_array> &center_offsets, int lors,
-             const in_array &lor_a, const in_array &lor_b, const out_array &out,
-             std::uintptr_t stream) {
+          [](lor_streamer_py &st, const rp::image_geometry &geometry, const in_arg &image,
+             int op, const std::optional<tof_values> &tof,
+             const std::optional<in_arg> &bins, const std::optional<in_arg> &sigmas,
+             const std::optional<in_arg> &center_offsets, int lors, const in_arg &lor_a,
+             const in_arg &lor_b, const out_arg &out, std::uintptr_t stream) {
             call c(geometry);
             c.forward = true;
             const auto shape = prepare(c, st, info_of(image), "image", op, tof, bins,
@@ -255,11 +254,11 @@ void bind_streamer(nb::module_ &m) {
       .def(
           "back",
           [](lor_streamer_py &st, const rp::image_geometry &geometry,
-             const in_array &values, int op, const std::optional<tof_values> &tof,
-             const std::optional<in_array> &bins, const std::optional<in_array> &sigmas,
-             const std::optional<in_array> &center_offsets, int lors,
-             const in_array &lor_a, const in_array &lor_b, const out_array &out,
-             std::uintptr_t stream, bool zero_out) {
+             const in_arg &values, int op, const std::optional<tof_values> &tof,
+             const std::optional<in_arg> &bins, const std::optional<in_arg> &sigmas,
+             const std::optional<in_arg> &center_offsets, int lors, const in_arg &lor_a,
+             const in_arg &lor_b, const out_arg &out, std::uintptr_t stream,
+             bool zero_out) {
             call c(geometry);
             c.forward = false;
             const array_info img = info_of(out);

@@ -85,3 +85,44 @@ def test_tensors_that_require_grad_project_directly():
     x = torch.rand(A.in_shape, dtype=torch.float64, requires_grad=True)
     y = resproj.forward(A.op, A.geometry, x, A.lors)
     assert isinstance(y, torch.Tensor) and not y.requires_grad
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_tensors_without_copies_and_their_errors(device):
+    # Tensors reach the binding as (pointer, shape, strides, dtype, device):
+    # values equal NumPy's, the given output is written in place, and every
+    # wrong dtype, layout or size is reported by name.
+    rng = np.random.default_rng(5)
+    g = resproj.ImageGeometry.centred((6, 5, 4), (1.0, 1.0, 1.5))
+    starts, ends = random_lors(rng, 40, radius=9.0, dtype=np.float32)
+    image = rng.uniform(0.5, 2.0, g.shape).astype(np.float32)
+    expected = resproj.forward(resproj.NonTof(), g, image, resproj.Lors(starts, ends))
+
+    def t(a):
+        return torch.from_numpy(np.ascontiguousarray(a)).to(device)
+
+    lors = resproj.Lors(t(starts), t(ends))
+    out = torch.full((40,), -1.0, device=device)
+    x = t(image).requires_grad_(True)
+    got = resproj.forward(resproj.NonTof(), g, x, lors, out, sync=True)
+    assert got is out
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
+
+    with pytest.raises(TypeError, match="image: dtype float16"):
+        resproj.forward(resproj.NonTof(), g, x.detach().half(), lors, out)
+    with pytest.raises(ValueError, match="image: not C-contiguous"):
+        strided = t(image).transpose(0, 2).contiguous().transpose(0, 2)
+        resproj.forward(resproj.NonTof(), g, strided, lors, out)
+    with pytest.raises(ValueError, match="out: shape"):
+        resproj.forward(resproj.NonTof(), g, x, lors, torch.zeros(39, device=device))
+    with pytest.raises(ValueError, match="lors.starts: not C-contiguous"):
+        resproj.forward(
+            resproj.NonTof(), g, x, resproj.Lors(t(starts.T).T, t(ends)), out
+        )
+    # Nothing was written by the rejected calls.
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
+    # A negated view projects the values it shows; as an output it is refused.
+    neg = resproj.forward(resproj.NonTof(), g, torch._neg_view(x.detach()), lors)
+    np.testing.assert_allclose(neg.cpu().numpy(), -expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="out: a negated"):
+        resproj.forward(resproj.NonTof(), g, x, lors, torch._neg_view(out))
