@@ -103,6 +103,11 @@ def main():
             dt = time.perf_counter() - t
             print(f"simulated {listmode.count(path)} events in {dt:.1f} s")
 
+        dev = args.device or ("cuda" if resproj.cuda_device_count() > 0 else "cpu")
+        if dev.startswith("cuda"):
+            # The CUDA context exists before the clock starts, as in the C++
+            # demo (whose simulation made it).
+            resproj.synchronize(int(dev.partition(":")[2] or 0))
         t = time.perf_counter()
         r = recon.ListmodeOsem(sub, corr, tof, path, device=args.device)
         print(
