@@ -2,14 +2,15 @@
 
 Many forward projections of small LOR chunks against a resident image, from
 CuPy and from PyTorch, queued back to back with one synchronisation at the
-end: (total time) / (calls). Rows: the library, the stream (the library's
+end: (total time) / (calls), median and minimum of several such loops. Rows: the library, the stream (the library's
 default stream, which resproj bridges, or a non-default one made current),
 and whether `out` is passed or allocated per call.
 
-    python python/benchmarks/call_overhead.py [--calls 10000] [--lors 1000]
+    python python/benchmarks/call_overhead.py [--calls 10000] [--lors 1000] [--repeats 5]
 """
 
 import argparse
+import statistics
 import time
 
 import numpy as np
@@ -25,16 +26,20 @@ def lors_through(geometry, n, rng, dtype):
 
 
 def run(calls, image, lors, out, sync):
+    """Median and minimum over `run.repeats` timed loops of `calls` calls."""
     op = resproj.NonTof()
     g = run.geometry
     for _ in range(min(100, calls)):  # warm-up
         resproj.forward(op, g, image, lors, out)
     sync()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        resproj.forward(op, g, image, lors, out)
-    sync()
-    return (time.perf_counter() - t0) / calls
+    times = []
+    for _ in range(run.repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            resproj.forward(op, g, image, lors, out)
+        sync()
+        times.append((time.perf_counter() - t0) / calls)
+    return statistics.median(times), min(times)
 
 
 def cupy_rows(args, image, starts, ends):
@@ -81,7 +86,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=10000)
     p.add_argument("--lors", type=int, default=1000)
+    p.add_argument("--repeats", type=int, default=5, help="timed loops per row")
     args = p.parse_args()
+    run.repeats = args.repeats
     if not (resproj.has_gpu_backend and resproj.cuda_device_count() > 0):
         raise SystemExit("needs resproj's GPU backend and a CUDA device")
     rng = np.random.default_rng(0)
@@ -98,11 +105,11 @@ def main():
         rows += f(args, image, starts, ends)
     print(
         f"\n{args.calls} forward calls of {args.lors} LORs, float32, "
-        f"image {run.geometry.shape}, one sync"
+        f"image {run.geometry.shape}, one sync; median and minimum of {args.repeats}"
     )
-    print(f"{'library':8} {'stream':18} {'out':10} {'us/call':>8}")
-    for lib, stream, out, t in rows:
-        print(f"{lib:8} {stream:18} {out:10} {t * 1e6:8.2f}")
+    print(f"{'library':8} {'stream':18} {'out':10} {'median us':>9} {'min us':>7}")
+    for lib, stream, out, (t, t_min) in rows:
+        print(f"{lib:8} {stream:18} {out:10} {t * 1e6:9.2f} {t_min * 1e6:7.2f}")
 
 
 if __name__ == "__main__":
