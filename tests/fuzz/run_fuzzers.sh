@@ -10,7 +10,7 @@
 #
 # Environment:
 #   RESPROJ_FUZZ_BUILD_DIR  build directory (default build/fuzz)
-#   RESPROJ_FUZZERS         parsers to run (default "npy nifti listmode raw")
+#   RESPROJ_FUZZERS         parsers to run (default "npy nifti listmode raw petsird")
 #   RESPROJ_FUZZ_JOBS       parallel compile jobs (default: Ninja's)
 #   CXX_FUZZ                the Clang C++ compiler (default clang++)
 #   RESPROJ_FUZZ_ARGS       extra libFuzzer arguments (e.g. -jobs=4 -workers=4)
@@ -27,7 +27,7 @@ build="${RESPROJ_FUZZ_BUILD_DIR:-build/fuzz}"
 if [[ "${build}" != /* ]]; then
   build="${PWD}/${build}" # the fuzzers run in their work directories
 fi
-read -r -a fuzzers <<<"${RESPROJ_FUZZERS:-npy nifti listmode raw}"
+read -r -a fuzzers <<<"${RESPROJ_FUZZERS:-npy nifti listmode raw petsird}"
 cxx="${CXX_FUZZ:-clang++}"
 read -r -a extra_args <<<"${RESPROJ_FUZZ_ARGS:-}"
 start=${SECONDS}
