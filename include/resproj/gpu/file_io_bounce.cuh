@@ -76,9 +76,13 @@ public:
       workers_.push_back(std::make_unique<file_io_worker>(device_));
     for (unsigned w = 0; w < n; ++w) {
       file_io_worker &k = *workers_[w];
+      // Each buffer's event is made first, so that a failure between the
+      // two never leaves a buffer without its event (a later call, which
+      // sees enough buffers, would index past the events).
       while (k.buffers.size() < buffers) {
+        if (k.done.size() == k.buffers.size())
+          k.done.emplace_back();
         k.buffers.emplace_back(buffer_bytes);
-        k.done.emplace_back();
       }
     }
     start_.record(stream);

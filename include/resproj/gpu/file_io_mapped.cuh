@@ -113,11 +113,15 @@ public:
       slots_.resize(n);
     for (unsigned w = 0; w < n; ++w) {
       mapped_slots &s = slots_[w];
-      while (s.mapped.size() < options.map_depth) {
-        s.mapped.emplace_back();
-        s.registered.push_back(0);
+      // Each list grows on its own (the chunks last), so that a failure
+      // part-way, such as an event that cannot be created, leaves none
+      // shorter than the chunks: the next call completes them.
+      while (s.done.size() < options.map_depth)
         s.done.emplace_back();
-      }
+      while (s.registered.size() < options.map_depth)
+        s.registered.push_back(0);
+      while (s.mapped.size() < options.map_depth)
+        s.mapped.emplace_back();
       s.next = 0;
     }
     std::vector<char> device_set(n, 0);

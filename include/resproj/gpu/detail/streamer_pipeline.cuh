@@ -196,10 +196,14 @@ public:
 private:
   template <class E>
   static void grow(slot &sl, device_buffer<E> &d, pinned_buffer<E> &h, std::size_t n) {
-    if (d.size() >= n)
+    if (d.size() >= n && h.size() >= n)
       return;
-    d = device_buffer<E>(n, sl.stream);
-    h = pinned_buffer<E>(n);
+    // Both made before either is replaced: a failed allocation leaves the
+    // slot's staging as it was (device and host of one size).
+    device_buffer<E> bigger_d(n, sl.stream);
+    pinned_buffer<E> bigger_h(n);
+    d = std::move(bigger_d);
+    h = std::move(bigger_h);
   }
 
   /// The chunk's TOF parameters with per-LOR arrays staged to the device.

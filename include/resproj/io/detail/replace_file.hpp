@@ -99,7 +99,9 @@ inline std::filesystem::path create_temporary_beside(const std::filesystem::path
     x ^= x >> 31;
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(x));
-    const std::filesystem::path tmp = target.parent_path() / ("." + name + ".tmp-" + hex);
+    // Not const: returned by a (non-throwing) move. A copy could fail to
+    // allocate after the file exists, and leave it behind.
+    std::filesystem::path tmp = target.parent_path() / ("." + name + ".tmp-" + hex);
     errno = 0;
     if (std::FILE *f = std::fopen(tmp.c_str(), "wbx")) { // "x": fails if it exists
       std::fclose(f);
