@@ -21,7 +21,12 @@
 // if missing): the events (demo_events.lm), the mu-map (demo_mu.nii), the
 // reconstruction (demo_osem.nii) and the PNG.
 //
-// usage: demo [--events N] [--iterations K] [--subsets S] [--cpu] [--out DIR]
+// With --petsird it also writes the events as a PETSIRD file
+// (demo_events.petsird, the open PET raw-data standard) and reconstructs
+// from that file instead.
+//
+// usage: demo [--events N] [--iterations K] [--subsets S] [--cpu] [--petsird]
+//             [--out DIR]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,10 +44,13 @@
 #include <resproj/resproj.hpp>
 #include <resproj/scanner/dmi.hpp>
 
+#include <resproj/io/petsird/petsird.hpp>
 #include <resproj/recon/cpu_osem.hpp>
+#include <resproj/recon/petsird_data.hpp>
 #include <resproj/recon/phase_timing.hpp>
 #if defined(__CUDACC__)
 #include <resproj/recon/gpu_listmode_setup.cuh>
+#include <resproj/recon/gpu_petsird_events.cuh>
 #endif
 
 #include "common/phantom.hpp"
@@ -66,6 +74,7 @@ struct settings {
   long long events = -1;
   int iterations = 2, subsets = 34;
   bool force_cpu = false;
+  bool petsird = false; ///< write and reconstruct a PETSIRD file
   std::string out = "demo_out";
 };
 
@@ -117,12 +126,14 @@ int main(int argc, char **argv) {
       set.subsets = std::atoi(next("--subsets"));
     else if (!std::strcmp(argv[i], "--cpu"))
       set.force_cpu = true;
+    else if (!std::strcmp(argv[i], "--petsird"))
+      set.petsird = true;
     else if (!std::strcmp(argv[i], "--out"))
       set.out = next("--out");
     else {
       std::fprintf(stderr,
                    "usage: demo [--events N] [--iterations K] [--subsets S] [--cpu] "
-                   "[--out DIR]\n");
+                   "[--petsird] [--out DIR]\n");
       return 2;
     }
   }
@@ -190,6 +201,31 @@ int main(int argc, char **argv) {
                              geometry);
     std::printf("simulated %lld events in %.1f s, written to %s (mu-map: demo_mu.nii)\n",
                 set.events, since(t), lm_path.c_str());
+    // With --petsird the same events as a PETSIRD file too (time blocks of
+    // 65536 events, 1 ms each), which the reconstruction then reads.
+    const std::string petsird_path = set.out + "/demo_events.petsird";
+    if (set.petsird) {
+      t = clock_type::now();
+      namespace pe = resproj::io::petsird;
+      pe::scanner_description d(sc.scanner.to_detector_table());
+      d.tof = tof;
+      d.model_name = "resproj demo (dmi)";
+      std::vector<pe::time_block_events> blocks;
+      const std::size_t per_block = 65536;
+      for (std::size_t first = 0; first < records.size(); first += per_block) {
+        pe::time_block_events b;
+        b.start_ms = std::uint32_t(blocks.size());
+        b.stop_ms = b.start_ms + 1;
+        b.prompts = resproj::span<const rs::listmode_event>(
+            records.data() + first, std::min(per_block, records.size() - first));
+        blocks.push_back(b);
+      }
+      pe::write_file(
+          petsird_path, d,
+          resproj::span<const pe::time_block_events>(blocks.data(), blocks.size()));
+      std::printf("wrote %s (PETSIRD 0.12, %zu time blocks) in %.1f s\n",
+                  petsird_path.c_str(), blocks.size(), since(t));
+    }
 
     // Reconstruction, timed phase by phase: list-mode file on disk -> NIfTI
     // on disk (the PNG and the quality figures are not part of it).
@@ -204,11 +240,16 @@ int main(int argc, char **argv) {
     std::vector<float> x;
     std::size_t num_events = 0;
     if (!use_gpu) {
-      recon::listmode_data lm = recon::read_listmode_data(
-          lm_path, std::int64_t(sc.num_detectors()), tof.num_bins);
+      recon::listmode_data lm =
+          set.petsird
+              ? recon::read_petsird_listmode_data(petsird_path,
+                                                  std::int64_t(sc.num_detectors()), tof)
+              : recon::read_listmode_data(lm_path, std::int64_t(sc.num_detectors()),
+                                          tof.num_bins);
       num_events = lm.count();
-      phases.add("read", "read file (host), validate", w.lap(), double(num_events),
-                 "events");
+      phases.add("read",
+                 set.petsird ? "read PETSIRD file (host)" : "read file (host), validate",
+                 w.lap(), double(num_events), "events");
       recon::listmode_corrections(sc, corr, tof, lm);
       phases.add("corr", "per-event corrections (attenuation, eff.)", w.lap(),
                  double(num_events), "events");
@@ -231,8 +272,18 @@ int main(int argc, char **argv) {
 #if defined(__CUDACC__)
     else {
       gpu::device_file_io io;
-      const recon::gpu_listmode_data problem(sc, *gds, io, lm_path, corr, tof, *gs,
-                                             &phases);
+      const auto setup = [&]() -> recon::gpu_listmode_data {
+        if (!set.petsird)
+          return recon::gpu_listmode_data(sc, *gds, io, lm_path, corr, tof, *gs, &phases);
+        auto acquisition = recon::read_petsird_events_to_device(
+            petsird_path, std::int64_t(sc.num_detectors()), tof, *gs);
+        gs->synchronize();
+        phases.add("read", "read PETSIRD file -> device", w.lap(),
+                   double(acquisition.count()), "events");
+        return recon::gpu_listmode_data(sc, *gds, std::move(acquisition), corr, tof, *gs,
+                                        &phases);
+      };
+      const recon::gpu_listmode_data problem = setup();
       w.lap(); // the problem's phases are in the table already
       num_events = problem.count();
       auto b = problem.backend(recon::start_image(geometry, 1.f));

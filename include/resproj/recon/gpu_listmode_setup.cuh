@@ -1,7 +1,8 @@
 /// @file
 /// @brief `gpu_listmode_data`: everything a TOF list-mode OSEM keeps resident
-/// on the GPU, set up in one call: the events (from host arrays or a
-/// list-mode file read straight into device memory), validated, grouped by
+/// on the GPU, set up in one call: the events (from host arrays, a list-mode
+/// file read straight into device memory, or device arrays such as a
+/// PETSIRD file's), validated, grouped by
 /// subset and reordered once per subset; their multiplicative and additive
 /// corrections; and the sensitivity image with attenuation and
 /// normalisation, computed on a second stream while the events are
@@ -82,6 +83,24 @@ struct gpu_listmode_data {
           io, path, std::int64_t(sub.num_detectors()), tof.num_bins, s);
       mark(phases, w, "read", "read file -> device, validate",
            double(acquisition.count()), "events");
+      events = group_by_subset(acquisition, sub.num_subsets(), s);
+      mark(phases, w, "group", "group by subset", double(events.count()), "events");
+    });
+  }
+
+  /// From events already in device memory in acquisition order (one subset,
+  /// e.g. from `read_petsird_events_to_device`), valid for the scanner and
+  /// `tof`: grouped into `sub.num_subsets()` subsets and reordered on the
+  /// GPU.
+  /// @throws invalid_argument ("acquisition") unless it is one subset; as
+  ///         `device_corrections`.
+  gpu_listmode_data(const sinogram_subsets &sub_, const device_sinogram_subsets &dsub_,
+                    device_events acquisition, const corrections &c,
+                    const tof_params<float> &tof_, gpu::stream_ref stream,
+                    phase_table *phases = nullptr)
+      : sub(sub_), dsub(dsub_), s(stream), tof(tof_), corr(c, sub, s),
+        sensitivity(sub.image, s) {
+    prepare(true, phases, [&](stopwatch &w) {
       events = group_by_subset(acquisition, sub.num_subsets(), s);
       mark(phases, w, "group", "group by subset", double(events.count()), "events");
     });
