@@ -342,6 +342,7 @@ class GpuListmodeOsem:
         path: str,
         device: int,
         stream: int | None,
+        stream_object: Any | None,
     ) -> None: ...
     def run(
         self, iterations: int, progress: Callable[[OsemProgress], Any] | None

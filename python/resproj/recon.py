@@ -153,7 +153,8 @@ class ListmodeOsem:
     starts from an image of ones; each phase is timed into `phases`.
     `device='cuda'` (or `'cuda:N'`) runs on the GPU with everything resident
     (events read straight into device memory), on `stream` (an int handle, a
-    CuPy or PyTorch stream; default: a stream of its own); `device='cpu'`
+    CuPy or PyTorch stream, which this object keeps alive; a stream given by
+    its int handle must outlive it; default: a stream of its own); `device='cpu'`
     runs the same steps on the CPU (`stream` ignored). Default: `'cuda'` when
     the GPU backend and a device are present, else `'cpu'`.
 
@@ -205,7 +206,9 @@ class ListmodeOsem:
             self.device = "cpu"
         else:
             handle = None if stream is None else _a.stream_handle(stream)
-            self._impl = _resproj.GpuListmodeOsem(*args, index, handle)
+            # The stream object is kept by the reconstruction, which frees
+            # its device memory in stream order on it when it goes.
+            self._impl = _resproj.GpuListmodeOsem(*args, index, handle, stream)
             self.device = f"cuda:{index}"
 
     def run(self, iterations, progress=None):

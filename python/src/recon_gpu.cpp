@@ -77,6 +77,10 @@ public:
   std::size_t num_events() const { return osem_->num_events(); }
   const rr::phase_table &phases() const { return osem_->phases(); }
   call_gate &gate() { return gate_; }
+  /// Keeps the caller's Python stream object (if any) alive as long as
+  /// this object: the stream must outlive the reconstruction, whose device
+  /// memory is freed in stream order on it. Needs the GIL.
+  void keep_stream(nb::object stream) { stream_owner_ = std::move(stream); }
 
 private:
   /// Frees the reconstruction, then the stream of our own. Waits for the
@@ -99,6 +103,7 @@ private:
       cudaSetDevice(previous);
   }
 
+  nb::object stream_owner_; ///< first member: released after everything else
   int device_;
   rp::image_geometry geometry_;
   cudaStream_t owned_ = nullptr;
@@ -122,14 +127,18 @@ void bind_recon_gpu(nb::module_ &m) {
           [](gpu_listmode_osem *self, const rr::sinogram_subsets &sub,
              const in_array &efficiency, const in_array &mu, double scale,
              double background, const std::optional<tof_values> &tof,
-             const std::string &path, int device, std::optional<std::uintptr_t> stream) {
+             const std::string &path, int device, std::optional<std::uintptr_t> stream,
+             nb::object stream_object) {
             const rr::corrections c =
                 corrections_of(sub, efficiency, mu, scale, background);
-            const nb::gil_scoped_release release;
-            new (self) gpu_listmode_osem(sub, c, recon_tof(tof), path, device, stream);
+            {
+              const nb::gil_scoped_release release;
+              new (self) gpu_listmode_osem(sub, c, recon_tof(tof), path, device, stream);
+            }
+            self->keep_stream(std::move(stream_object));
           },
           "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a, "background"_a, "tof"_a.none(),
-          "path"_a, "device"_a, "stream"_a.none())
+          "path"_a, "device"_a, "stream"_a.none(), "stream_object"_a.none())
       .def(
           "run",
           [](gpu_listmode_osem &o, int iterations, const nb::object &progress) {

@@ -547,3 +547,20 @@ def test_streamer_bad_arguments(problem):
             resproj.DetectorPairs(to_device(det), pairs),
             out=np.empty(3, np.float32),
         )
+
+
+@gpu
+def test_gpu_stream_object_outlives_its_last_user(problem):
+    # The caller's stream object may go before the reconstruction: it is
+    # kept until the reconstruction has freed its memory on it.
+    lib, _, _ = cuda_lib()
+    s = lib.cuda.Stream(non_blocking=True) if lib.__name__ == "cupy" else lib.cuda.Stream()
+    r = recon.ListmodeOsem(problem.sub, problem.corr, problem.tof, problem.path, s)
+    r.run(1)
+    del s
+    image = r.image()
+    del r
+    assert np.all(np.isfinite(image))
+    fresh = recon.ListmodeOsem(problem.sub, problem.corr, problem.tof, problem.path)
+    fresh.run(1)
+    assert relative_error(fresh.image(), image) < 1e-4
