@@ -21,6 +21,12 @@
 //                                            declared sinogram-ordered
 //                                            (272 views x 415 radial)
 //   gpu/dmi-full/{forward,back}/sinogram-source/plain
+//   gpu/dmi-{subset,full}/back/reproducible/plain
+//                                            the reproducible back projection:
+//                                            the same plain call into a
+//                                            gpu::fixed_point_image<float>
+//                                            (exponent 32; integer atomics),
+//                                            compare with .../back/plain
 //   gpu/dmi-subset/streamed-back/pinned/301-planes
 //                                            back projection of the dmi-subset
 //                                            end points in pinned host memory
@@ -77,7 +83,7 @@
 // host time to enqueue one call (resident chunks); "threads_per_lor" and
 // "rows" say which kernel ran (rows: sinogram planes taken by neighbouring
 // lanes, 0: memory order). Back projections use values all 1, and the image
-// is zeroed outside the timed region.
+// (or the fixed-point image) is zeroed outside the timed region.
 //
 // After the runs a "size your LOR chunks" table is printed (LORs/s per chunk
 // size and variant, as a percentage of the plain dmi-subset forward in one
@@ -124,6 +130,7 @@
 #include "resproj/gpu/device_image.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
+#include "resproj/gpu/fixed_point_image.cuh"
 #include "resproj/gpu/kernel_choice.hpp"
 #include "resproj/gpu/lor_streamer.cuh"
 #include "resproj/gpu/pinned_buffer.cuh"
@@ -152,6 +159,9 @@ struct subset_problem {
   std::vector<float> host_out;         ///< pageable forward output
   gpu::device_image<float> image;      ///< box phantom (forward input)
   gpu::device_image<float> back_image; ///< back projection output
+  /// Reproducible back projection output (dmi-subset and dmi-full), made
+  /// on first use.
+  std::unique_ptr<gpu::fixed_point_image<float>> fixed_image;
   gpu::device_buffer<float> starts, ends, out, ones;
   /// [plane][view][radial]: 8 views x 415 radial bins per plane.
   rp::lor_layout layout = rb::dmi_subset_layout();
@@ -173,6 +183,11 @@ struct subset_problem {
   }
 
   std::size_t count() const noexcept { return host_lors.count(); }
+  gpu::fixed_point_image<float> &fixed() {
+    if (!fixed_image)
+      fixed_image = std::make_unique<gpu::fixed_point_image<float>>(geometry, s);
+    return *fixed_image;
+  }
   /// The resident end points, declared sinogram-ordered.
   rp::lor_view<const float> lors() const noexcept {
     return rp::lor_view<const float>(starts.data(), ends.data(), count(), layout);
@@ -389,10 +404,16 @@ struct graph_holder {
 /// the table's choice as for `layout` with the overrides `tuning`.
 struct kernel_spec {
   bool plain = true;
+  bool reproducible = false; ///< back: the plain call into a fixed-point image
   rp::lor_layout layout{};
   gpu::tuning tuning{};
 
   static kernel_spec plain_call() { return {}; }
+  static kernel_spec reproducible_call() {
+    kernel_spec k;
+    k.reproducible = true;
+    return k;
+  }
   static kernel_spec as_for(rp::lor_layout l, int threads_per_lor = 0) {
     kernel_spec k;
     k.plain = false;
@@ -426,7 +447,12 @@ void run_source(benchmark::State &state, const Source &lors, rp::span<float> out
   const gpu::kernel_choice c =
       k.plain ? rb::plain_choice(non_tof, dir, lors, device)
               : rb::choice_as(non_tof, dir, k.layout, lors.count, device, k.tuning);
-  if (back) {
+  if (back && k.reproducible) {
+    gpu::fixed_point_image<float> &acc = p.fixed();
+    rb::time_on_stream(
+        state, p.s, [&] { acc.clear(p.s); },
+        [&] { gpu::back(non_tof, acc, lors, ones, p.s); });
+  } else if (back) {
     const auto image = p.back_image.view();
     if (!k.plain)
       rb::check_back(non_tof, image, lors, ones, p.s, k.tuning);
@@ -697,6 +723,13 @@ void register_all() {
       rb::configure(RegisterBenchmark(name.c_str(), bm_whole, r.src, back, plain));
     }
   }
+  // The reproducible back projection (plain call, fixed-point image).
+  rb::configure(RegisterBenchmark("gpu/dmi-subset/back/reproducible/plain", bm_whole,
+                                  source::subset_end_points, true,
+                                  kernel_spec::reproducible_call()));
+  rb::configure(RegisterBenchmark("gpu/dmi-full/back/reproducible/plain", bm_whole,
+                                  source::full_end_points, true,
+                                  kernel_spec::reproducible_call()));
   rb::configure(RegisterBenchmark("gpu/dmi-subset/streamed-back/pinned/301-planes",
                                   bm_streamed_back, 301));
 

@@ -33,6 +33,14 @@
 //   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/{forward,back}/plain
 //                                             TOF key with 11.25 / 2.8 degree
 //                                             direction cells (default 5.6)
+//   gpu/dmi-tof-subset/back/reproducible/plain
+//   gpu/dmi-tof-lm{,-sorted,-tofsorted}/back/reproducible/plain
+//                                             the reproducible back projection:
+//                                             the same plain call into a
+//                                             gpu::fixed_point_image<float>
+//                                             (exponent 32; scalar integer
+//                                             atomics), compare with
+//                                             .../back/plain
 //
 // The one-time reorder of the events (after the plain rows):
 //   gpu/dmi-tof-lm/reorder                    key + radix sort + gather of
@@ -79,8 +87,8 @@
 // "bins_per_second" is LORs x TOF bins per second (sinogram);
 // "threads_per_lor" and "rows" say which kernel ran (rows: sinogram planes
 // taken by neighbouring lanes, 0: memory order; lock-step counts 1 thread).
-// Back projections use values all 1 and the image is zeroed outside the
-// timed region.
+// Back projections use values all 1 and the image (or the fixed-point
+// image) is zeroed outside the timed region.
 //
 // Without a CUDA device the program prints "no CUDA device" and exits with
 // 0. Exit code 2 if any benchmark reported an error.
@@ -114,6 +122,7 @@
 #include "resproj/core/operations.hpp"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/fixed_point_image.cuh"
 #include "resproj/gpu/kernel_choice.hpp"
 #include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/projector.cuh"
@@ -138,6 +147,8 @@ struct base_problem {
   gpu::device_image<float> image, back_image;
   /// Stencil workspaces of width 2 and 4, made on first use.
   std::unique_ptr<gpu::stencil_workspace<float>> stencil_ws, stencil_ws4;
+  /// Reproducible back projection output, made on first use.
+  std::unique_ptr<gpu::fixed_point_image<float>> fixed_image;
   base_problem() : image(geometry, s), back_image(geometry, s) {
     const auto host = rb::box_phantom<float>(geometry);
     image.upload(rp::span<const float>(host.data(), host.size()), s);
@@ -153,6 +164,11 @@ struct base_problem {
     if (!w)
       w = std::make_unique<gpu::stencil_workspace<float>>(geometry, s, width);
     return w->ref();
+  }
+  gpu::fixed_point_image<float> &fixed() {
+    if (!fixed_image)
+      fixed_image = std::make_unique<gpu::fixed_point_image<float>>(geometry, s);
+    return *fixed_image;
   }
 };
 
@@ -375,6 +391,20 @@ void time_projection(benchmark::State &state, const Op &op, const Lors &lors,
   rb::choice_counters(state, c);
 }
 
+/// The reproducible back projection of `op` over `lors`: the plain call
+/// into the base problem's fixed-point image (cleared outside the timed
+/// region).
+template <class Op, class Lors>
+void time_reproducible_back(benchmark::State &state, const Op &op, const Lors &lors,
+                            rp::span<const float> ones) {
+  base_problem &b = base();
+  gpu::fixed_point_image<float> &acc = b.fixed();
+  rb::time_on_stream(
+      state, b.s, [&] { acc.clear(b.s); }, [&] { gpu::back(op, acc, lors, ones, b.s); });
+  rb::choice_counters(state,
+                      rb::plain_choice(op, gpu::direction::back, lors, acc.device()));
+}
+
 gpu::direction direction_of(bool back) {
   return back ? gpu::direction::back : gpu::direction::forward;
 }
@@ -407,6 +437,15 @@ void bm_subset_plain(benchmark::State &state, bool sinogram_source, bool back) {
       run(p.tables.subset);
     else
       run(p.lors());
+    set_counters(state, p.count, op.tof.num_bins);
+  });
+}
+
+void bm_subset_reproducible(benchmark::State &state) {
+  rb::guarded(state, [&] {
+    subset_problem &p = subset();
+    const rp::op::tof_sinogram op(rb::dmi_tof<float>());
+    time_reproducible_back(state, op, p.lors(), p.ones.cspan());
     set_counters(state, p.count, op.tof.num_bins);
   });
 }
@@ -478,6 +517,19 @@ void bm_lm_plain(benchmark::State &state, lm_order order, bool back) {
   });
 }
 
+void bm_lm_reproducible(benchmark::State &state, lm_order order) {
+  rb::guarded(state, [&] {
+    base_problem &b = base();
+    lm_problem &p = lm();
+    rp::lor_view<const float> lors;
+    rp::span<const std::int16_t> bins;
+    select_events(b, p, order, lors, bins);
+    const rp::op::tof_listmode op(rb::dmi_tof<float>(), bins);
+    time_reproducible_back(state, op, lors, p.ones.cspan());
+    set_counters(state, p.count);
+  });
+}
+
 void bm_lm_variant(benchmark::State &state, lm_order order, bool back, lm_variant v) {
   rb::guarded(state, [&] {
     base_problem &b = base();
@@ -544,6 +596,11 @@ void register_all() {
     for (const bool back : {false, true})
       reg(std::string(o.name) + (back ? "/back" : "/forward") + "/plain", bm_lm_plain,
           o.order, back);
+  // The reproducible back projection (plain call, fixed-point image).
+  reg("gpu/dmi-tof-subset/back/reproducible/plain", bm_subset_reproducible);
+  for (std::size_t i = 0; i < 3; ++i)
+    reg(std::string(orders[i].name) + "/back/reproducible/plain", bm_lm_reproducible,
+        orders[i].order);
   reg("gpu/dmi-tof-lm/reorder", bm_reorder, false, lm_order::lor_key);
   reg("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true, lm_order::lor_key);
   reg("gpu/dmi-tof-lm/reorder/tof-key", bm_reorder, false, lm_order::tof_key);

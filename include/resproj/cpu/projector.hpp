@@ -6,7 +6,9 @@
 ///
 ///     cpu::forward(operation, image, lors, out[, options]);
 ///     cpu::back(operation, image, lors, values[, options]);
+///     cpu::back(operation, fixed_point_image, lors, values[, options]);
 ///
+/// The last form is the reproducible back projection (docs/projection.md).
 /// Runs the same per-LOR math (math/joseph.hpp, math/tof_projection.hpp)
 /// as the GPU backend.
 #pragma once
@@ -23,6 +25,8 @@
 #include "resproj/core/operations.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/core/views.hpp"
+#include "resproj/cpu/fixed_point_image.hpp"
+#include "resproj/math/fixed_point.hpp"
 #include "resproj/math/joseph.hpp"
 #include "resproj/math/tof_projection.hpp"
 
@@ -76,6 +80,54 @@ struct atomic_add {
   }
 };
 
+/// Integer adds into a fixed-point accumulator, modulo 2^64 (as the GPU's
+/// unsigned atomics): plain (one writer) ...
+struct wrapping_add {
+  void operator()(std::int64_t *element, std::int64_t q) const {
+    *element = static_cast<std::int64_t>(static_cast<std::uint64_t>(*element) +
+                                         static_cast<std::uint64_t>(q));
+  }
+};
+/// ... and shared by all threads.
+struct atomic_wrapping_add {
+  void operator()(std::int64_t *element, std::int64_t q) const {
+    std::uint64_t *u = reinterpret_cast<std::uint64_t *>(element);
+    const std::uint64_t d = static_cast<std::uint64_t>(q);
+#if defined(_OPENMP)
+#pragma omp atomic
+#endif
+    *u += d;
+  }
+};
+
+/// Where `run_back` accumulates: the element type (of the accumulator and
+/// its per-thread copies), the image pointer the per-LOR math gets, plain
+/// and shared (atomic) adders, the sum of two elements. Here: the T image.
+template <class T> struct image_accumulation {
+  using element = T;
+  T *image(element *data) const { return data; }
+  plain_add plain(element *) const { return {}; }
+  atomic_add shared(element *) const { return {}; }
+  static void sum_into(element &a, element b) { a += b; }
+};
+
+/// A fixed-point accumulator (math::fixed_point_add). The math gets `base`
+/// (the accumulator's storage viewed as T, never dereferenced) and voxel
+/// pointers relative to it are mapped onto the array being added into.
+template <class T> struct fixed_point_accumulation {
+  using element = std::int64_t;
+  T *base;
+  T scale;
+  T *image(element *) const { return base; }
+  math::fixed_point_add<T, wrapping_add> plain(element *data) const {
+    return {base, data, scale, {}};
+  }
+  math::fixed_point_add<T, atomic_wrapping_add> shared(element *data) const {
+    return {base, data, scale, {}};
+  }
+  static void sum_into(element &a, element b) { wrapping_add{}(&a, b); }
+};
+
 inline int thread_count(const options &opt) {
 #if defined(_OPENMP)
   return opt.num_threads > 0 ? opt.num_threads : omp_get_max_threads();
@@ -97,9 +149,6 @@ template <class Body> void for_each_lor(std::int64_t n, const options &opt, Body
   for (std::int64_t i = 0; i < n; ++i)
     body(i);
 }
-/// Runs `per_lor(i, image, add)` for LORs i in [0, n) with the accumulation
-/// strategy of `opt` (per-thread images, atomics, or serial below 1024
-/// LORs); `add` is plain_add or atomic_add.
 /// The accumulation `automatic` resolves to: per-thread images when the
 /// call's scattered samples (about 4 x cbrt(voxels) per LOR) outnumber the
 /// voxels the extra images make it zero and sum, else atomics.
@@ -113,19 +162,23 @@ inline back_accumulation choose_accumulation(back_accumulation requested, std::i
                              : back_accumulation::atomic;
 }
 
-template <class T, class PerLor>
-void run_back(T *img, std::int64_t nv, std::int64_t n, const options &opt,
-              PerLor &&per_lor) {
+/// Runs `per_lor(i, image, add)` for LORs i in [0, n) with the accumulation
+/// strategy of `opt` (per-thread copies, atomics, or serial below 1024
+/// LORs), adding into `data` (`nv` elements) through the policy `acc`.
+template <class Acc, class PerLor>
+void run_back(const Acc &acc, typename Acc::element *data, std::int64_t nv,
+              std::int64_t n, const options &opt, PerLor &&per_lor) {
+  using E = typename Acc::element;
   const int threads = n < 1024 ? 1 : thread_count(opt);
   if (threads == 1) {
-    const plain_add add;
+    const auto add = acc.plain(data);
     for (std::int64_t i = 0; i < n; ++i)
-      per_lor(i, img, add);
+      per_lor(i, acc.image(data), add);
     return;
   }
   if (choose_accumulation(opt.accumulation, n, nv, threads) ==
       back_accumulation::thread_images) {
-    std::vector<T> copies(std::size_t(nv) * std::size_t(threads - 1), T(0));
+    std::vector<E> copies(std::size_t(nv) * std::size_t(threads - 1), E(0));
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(threads)
 #endif
@@ -135,28 +188,29 @@ void run_back(T *img, std::int64_t nv, std::int64_t n, const options &opt,
 #else
       const int tid = 0;
 #endif
-      T *mine = tid == 0 ? img : copies.data() + std::size_t(tid - 1) * std::size_t(nv);
-      const plain_add add;
+      E *mine = tid == 0 ? data : copies.data() + std::size_t(tid - 1) * std::size_t(nv);
+      const auto add = acc.plain(mine);
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic, 64)
 #endif
       for (std::int64_t i = 0; i < n; ++i)
-        per_lor(i, mine, add);
+        per_lor(i, acc.image(mine), add);
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
       for (std::int64_t v = 0; v < nv; ++v)
         for (int c = 0; c < threads - 1; ++c)
-          img[v] += copies[std::size_t(c) * std::size_t(nv) + std::size_t(v)];
+          Acc::sum_into(data[v],
+                        copies[std::size_t(c) * std::size_t(nv) + std::size_t(v)]);
     }
     return;
   }
-  const atomic_add add;
+  const auto add = acc.shared(data);
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
 #endif
   for (std::int64_t i = 0; i < n; ++i)
-    per_lor(i, img, add);
+    per_lor(i, acc.image(data), add);
 }
 
 /// Per-LOR forward values of each operation: `out` holds the LOR's
@@ -308,7 +362,40 @@ void back(const Op &operation, image_view<resproj::detail::value_of<Lors>> image
                                "values");
   const detail::back_lor_body<T, Op, decltype(lors)> body{
       operation, math::image_grid<T>::from(image.geometry), lors, values.data()};
-  detail::run_back(image.data, image.geometry.num_voxels(),
+  detail::run_back(detail::image_accumulation<T>{}, image.data,
+                   image.geometry.num_voxels(), static_cast<std::int64_t>(lors.count),
+                   opt, body);
+}
+
+/// Reproducible back projection: adds the transpose of `forward` applied
+/// to `values` into the fixed-point accumulator `image`, each contribution
+/// (the plain `back`'s amount) rounded to its resolution 2^-e. Integer adds
+/// make the bits independent of the thread count, the accumulation strategy
+/// and how the LORs are split into calls. Read it with `image.add_to` /
+/// `to_image`. Voxels and contributions must stay within +-2^(63 - e):
+/// nothing checks it.
+/// @param operation  as `forward`
+/// @param image      fixed-point accumulator, updated in place
+/// @param lors       LOR source in host memory
+/// @param values     `count * values_per_lor` values
+/// @param opt        threads and accumulation strategy (same bits for all)
+/// @throws invalid_argument naming the argument, before anything is written.
+/// Synchronous; not thread-safe for the same accumulator.
+template <class Op, class Lors, class = resproj::detail::if_projection<Op, Lors>>
+void back(const Op &operation, fixed_point_image<resproj::detail::value_of<Lors>> &image,
+          const Lors &lors_in, span<const resproj::detail::value_of<Lors>> values,
+          const options &opt = {}) {
+  using T = resproj::detail::value_of<Lors>;
+  const auto lors = lors_in.normalized();
+  // The accumulator's storage as T: the math only forms voxel pointers.
+  const image_view<T> base(reinterpret_cast<T *>(image.data()), image.geometry());
+  detail::check_cpu_projection(operation, base, lors, values.size(), values.data(),
+                               "values");
+  const detail::back_lor_body<T, Op, decltype(lors)> body{
+      operation, math::image_grid<T>::from(image.geometry()), lors, values.data()};
+  const detail::fixed_point_accumulation<T> acc{
+      base.data, math::exact_power_of_two<T>(image.exponent())};
+  detail::run_back(acc, image.data(), image.geometry().num_voxels(),
                    static_cast<std::int64_t>(lors.count), opt, body);
 }
 

@@ -5,6 +5,11 @@
 ///
 ///     gpu::forward(operation, image, lors, out, stream[, tuning]);
 ///     gpu::back(operation, image, lors, values, stream[, tuning]);
+///     gpu::back(operation, fixed_point_image, lors, values, stream[, tuning]);
+///
+/// The last form is the reproducible back projection: bitwise the same
+/// result whatever the kernel, the streams and the chunking of the LORs
+/// (gpu/fixed_point_image.cuh, docs/projection.md).
 ///
 /// The library picks the kernel from the operation, the source's layout,
 /// the chunk size, the precision and the device (gpu/kernel_choice.hpp).
@@ -27,6 +32,7 @@
 #include "resproj/gpu/detail/run_projection.cuh"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/fixed_point_image.cuh"
 #include "resproj/gpu/kernel_choice.hpp"
 #include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/stencil_workspace.cuh"
@@ -151,6 +157,48 @@ void back(const Op &operation, device_image_view<resproj::detail::value_of<Lors>
     return;
   const kernel_choice c =
       detail::choice_for<T, Op>(direction::back, src, image.device, t);
+  detail::run_back(operation, image, src, values, c, s);
+}
+
+/// Reproducible back projection: adds the transpose of `forward` applied
+/// to `values` into the fixed-point accumulator `image` with integer
+/// atomics. Every contribution is the amount the plain `back` adds,
+/// rounded to the accumulator's resolution (2^-e), so the result is bitwise
+/// the same whatever the kernel and its tuning (lanes per LOR, block size),
+/// the LOR layout, the number of streams adding into `image` and how the
+/// LORs are split into calls. Read it with `image.add_to` / `to_image`.
+/// Each voxel (and each contribution) must stay within +-2^(63 - e):
+/// nothing checks it. The same contributions give the same bits as
+/// `cpu::back` into a `cpu::fixed_point_image`; float TOF operations use
+/// the fast erfc here unless `t.exact_erfc` (docs/kernel-choices.md).
+///
+/// @param operation  as `forward`
+/// @param image      fixed-point accumulator, updated in place
+/// @param lors       as `forward`, on the accumulator's device
+/// @param values     device values, `count * values_per_lor`
+/// @param s          stream to launch on (not the legacy default stream)
+/// @param t          expert overrides; `t.stencil` is not used (ignored)
+/// @throws as `forward` ("values" instead of "out", "image.data" for the
+///         accumulator's memory).
+/// Asynchronous: returns after enqueueing; graph-capturable.
+template <class Op, class Lors, class = resproj::detail::if_projection<Op, Lors>>
+void back(const Op &operation, fixed_point_image<resproj::detail::value_of<Lors>> &image,
+          const Lors &lors, span<const resproj::detail::value_of<Lors>> values,
+          stream_ref s, const tuning &t = {}) {
+  using T = resproj::detail::value_of<Lors>;
+  const auto src = lors.normalized();
+  tuning checked = t;
+  checked.stencil = {};
+  // The accumulator's storage viewed as T (its pointer and device are
+  // checked like an image's).
+  const device_image_view<const T> base(reinterpret_cast<const T *>(image.data()),
+                                        image.geometry(), image.device());
+  detail::check_gpu_projection<T>(operation, base, src, values.data(), values.size(),
+                                  "values", s, checked);
+  if (src.count == 0)
+    return;
+  const kernel_choice c =
+      detail::choice_for<T, Op>(direction::back, src, image.device(), checked);
   detail::run_back(operation, image, src, values, c, s);
 }
 

@@ -75,10 +75,23 @@ RESPROJ_KERNEL void __launch_bounds__(256)
     out[lor] = acc;
 }
 
-template <class T, class I, int G, class Lors>
+/// Integer atomic add into a fixed-point accumulator (the `Sink` of
+/// math::fixed_point_add): unsigned 64-bit, so negative amounts wrap as
+/// two's complement and the sum is exact modulo 2^64 in any order.
+struct fixed_point_atomic_sink {
+  __device__ void operator()(std::int64_t *element, std::int64_t q) const {
+    atomicAdd(reinterpret_cast<unsigned long long *>(element),
+              static_cast<unsigned long long>(q));
+  }
+};
+
+/// Non-TOF back: `value * step * weight` into the four neighbours of every
+/// sampled plane through the adder `add` (`atomic_add`, or the fixed-point
+/// adder of the reproducible back projection).
+template <class T, class I, int G, class Lors, class Add = atomic_add>
 RESPROJ_KERNEL void __launch_bounds__(256)
     back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
-                T *__restrict__ image, Lors lors, const T *__restrict__ values) {
+                T *__restrict__ image, Lors lors, const T *__restrict__ values, Add add) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -90,7 +103,7 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   T a[3], b[3];
   lors.load(lor, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
-  math::back_planes<I>(image, ray, value, ray.first_plane + lane, G, atomic_add{});
+  math::back_planes<I>(image, ray, value, ray.first_plane + lane, G, add);
 }
 
 } // namespace detail

@@ -2,7 +2,10 @@
 /// @brief The kernel launches of the GPU projectors, one per operation and
 /// direction, for a `kernel_choice` already made and arguments already
 /// checked (gpu/projector.cuh does both). Tests call these directly to run
-/// every variant.
+/// every variant. Every back projection is one `launch_back` per operation,
+/// run with the adder of the call: the image's atomics (`run_back` into a
+/// `device_image_view`) or the fixed-point integer atomics (`run_back`
+/// into a `fixed_point_image`).
 #pragma once
 
 #include <cstddef>
@@ -20,10 +23,12 @@
 #include "resproj/gpu/detail/tof_kernels.cuh"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_image_view.hpp"
+#include "resproj/gpu/fixed_point_image.cuh"
 #include "resproj/gpu/kernel_choice.hpp"
 #include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/stencil_workspace.cuh"
 #include "resproj/gpu/stream.cuh"
+#include "resproj/math/fixed_point.hpp"
 #include "resproj/math/image_grid.hpp"
 #include "resproj/math/stencil_layout.hpp"
 
@@ -114,9 +119,9 @@ template <class Lors> struct forward_kernels {
     return forward_kernel<T, I, G, Lors>;
   }
 };
-template <class Lors> struct back_kernels {
+template <class Lors, class Add> struct back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return back_kernel<T, I, G, Lors>;
+    return back_kernel<T, I, G, Lors, Add>;
   }
 };
 template <class Lors, bool FastErfc> struct tof_sino_forward_kernels {
@@ -183,12 +188,24 @@ void run_forward(const op::non_tof &, const device_image_view<const T> &image,
                                            out.data());
 }
 
+/// Back projection of each operation with the adders `with_adder` gives:
+/// it calls `run(add, wide)` once per adder it needs (`wide`: 64-bit voxel
+/// offsets required).
+template <class T, class Lors, class WithAdder>
+void launch_back(const op::non_tof &, const device_image_view<T> &image, const Lors &src,
+                 span<const T> values, const kernel_choice &c, stream_ref s,
+                 WithAdder &&with_adder) {
+  with_adder([&](auto add, bool wide) {
+    launch_per_lor<T, back_kernels<Lors, decltype(add)>>(
+        device_image_view<const T>(image), src.count, c.threads_per_lor, c, wide, s,
+        "back_kernel", image.data, src, values.data(), add);
+  });
+}
+
 template <class T, class Lors>
-void run_back(const op::non_tof &, const device_image_view<T> &image, const Lors &src,
+void run_back(const op::non_tof &o, const device_image_view<T> &image, const Lors &src,
               span<const T> values, const kernel_choice &c, stream_ref s) {
-  launch_per_lor<T, back_kernels<Lors>>(device_image_view<const T>(image), src.count,
-                                        c.threads_per_lor, c, false, s, "back_kernel",
-                                        image.data, src, values.data());
+  launch_back(o, image, src, values, c, s, [](auto &&run) { run(atomic_add{}, false); });
 }
 
 // -------------------------------------------------------- TOF sinogram --
@@ -204,12 +221,12 @@ void run_forward(const op::tof_sinogram<T> &o, const device_image_view<const T> 
   });
 }
 
-template <class T, class Lors>
-void run_back(const op::tof_sinogram<T> &o, const device_image_view<T> &image,
-              const Lors &src, span<const T> values, const kernel_choice &c,
-              stream_ref s) {
+template <class T, class Lors, class WithAdder>
+void launch_back(const op::tof_sinogram<T> &o, const device_image_view<T> &image,
+                 const Lors &src, span<const T> values, const kernel_choice &c,
+                 stream_ref s, WithAdder &&with_adder) {
   const auto tof = o.tof.subview(0, src.count);
-  run_with_back_adder(c, image, s, [&](auto add, bool wide) {
+  with_adder([&](auto add, bool wide) {
     dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
       launch_per_lor<T,
                      tof_sino_back_kernels<Lors, decltype(add), decltype(fast)::value>>(
@@ -251,13 +268,13 @@ void run_forward(const op::tof_listmode<T> &o, const device_image_view<const T> 
   run(image.data);
 }
 
-template <class T, class Lors>
-void run_back(const op::tof_listmode<T> &o, const device_image_view<T> &image,
-              const Lors &src, span<const T> values, const kernel_choice &c,
-              stream_ref s) {
+template <class T, class Lors, class WithAdder>
+void launch_back(const op::tof_listmode<T> &o, const device_image_view<T> &image,
+                 const Lors &src, span<const T> values, const kernel_choice &c,
+                 stream_ref s, WithAdder &&with_adder) {
   const auto tof = o.tof.subview(0, src.count);
   const std::int16_t *bins = o.bins.data();
-  run_with_back_adder(c, image, s, [&](auto add, bool wide) {
+  with_adder([&](auto add, bool wide) {
     using Add = decltype(add);
     dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
       constexpr bool fe = decltype(fast)::value;
@@ -272,6 +289,35 @@ void run_back(const op::tof_listmode<T> &o, const device_image_view<T> &image,
             image.data, src, bins, tof, values.data(), add);
     });
   });
+}
+
+// ---------------------------------------------------- back projections --
+
+/// Back projection of a TOF operation into an image: the stencil
+/// workspace, paired vector atomics or scalar atomics, as `c` says.
+template <class Op, class T, class Lors>
+void run_back(const Op &o, const device_image_view<T> &image, const Lors &src,
+              span<const T> values, const kernel_choice &c, stream_ref s) {
+  launch_back(o, image, src, values, c, s,
+              [&](auto &&run) { run_with_back_adder(c, image, s, run); });
+}
+
+/// Reproducible back projection into a fixed-point accumulator: the
+/// kernels of `c` with the fixed-point adder (scalar integer atomics; the
+/// vector atomics and the stencil workspace of `c` are not used). The
+/// kernels get the accumulator's storage viewed as a T image, which only
+/// forms voxel pointers; the adder maps them back to integers.
+template <class Op, class T, class Lors>
+void run_back(const Op &o, fixed_point_image<T> &acc, const Lors &src,
+              span<const T> values, const kernel_choice &c, stream_ref s) {
+  const device_image_view<T> base(reinterpret_cast<T *>(acc.data()), acc.geometry(),
+                                  acc.device());
+  const math::fixed_point_add<T, fixed_point_atomic_sink> add{
+      base.data, acc.data(), math::exact_power_of_two<T>(acc.exponent()), {}};
+  kernel_choice scalar = c;
+  scalar.vector_atomics = false;
+  scalar.stencil = {};
+  launch_back(o, base, src, values, scalar, s, [&](auto &&run) { run(add, false); });
 }
 
 } // namespace detail
