@@ -428,16 +428,23 @@ static mode_t mode_argument(int flags, va_list ap) {
   return 0;
 }
 
+/* Fails the call (errno set, -1 returned) when an open fault is armed for
+   `path`. */
+#define RETURN_IF_OPEN_FAULT(path)                                                       \
+  do {                                                                                   \
+    const int open_errno = open_fault(path);                                             \
+    if (open_errno) {                                                                    \
+      errno = open_errno;                                                                \
+      return -1;                                                                         \
+    }                                                                                    \
+  } while (0)
+
 FAULT_EXPORT int open(const char *path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   const mode_t mode = mode_argument(flags, ap);
   va_end(ap);
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real_open()(path, flags, mode);
 }
 
@@ -446,29 +453,17 @@ FAULT_EXPORT int open64(const char *path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_argument(flags, ap);
   va_end(ap);
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real_open64()(path, flags, mode);
 }
 
 FAULT_EXPORT int __open_2(const char *path, int flags) {
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real___open_2()(path, flags);
 }
 
 FAULT_EXPORT int __open64_2(const char *path, int flags) {
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real___open64_2()(path, flags);
 }
 
@@ -477,11 +472,7 @@ FAULT_EXPORT int openat(int dir, const char *path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_argument(flags, ap);
   va_end(ap);
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real_openat()(dir, path, flags, mode);
 }
 
@@ -490,38 +481,22 @@ FAULT_EXPORT int openat64(int dir, const char *path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_argument(flags, ap);
   va_end(ap);
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real_openat64()(dir, path, flags, mode);
 }
 
 FAULT_EXPORT int __openat_2(int dir, const char *path, int flags) {
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real___openat_2()(dir, path, flags);
 }
 
 FAULT_EXPORT int __openat64_2(int dir, const char *path, int flags) {
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real___openat64_2()(dir, path, flags);
 }
 
 FAULT_EXPORT int creat(const char *path, mode_t mode) {
-  const int e = open_fault(path);
-  if (e) {
-    errno = e;
-    return -1;
-  }
+  RETURN_IF_OPEN_FAULT(path);
   return real_creat()(path, mode);
 }
 
