@@ -5,9 +5,13 @@
 /// the three operations. Plain C++.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/grid.hpp"
@@ -111,5 +115,26 @@ template <class T> struct reproducible_case {
       cspan_of(values));
   }
 };
+
+/// Exponent with which the reproducible back projection meets the contract
+/// tolerance of T against the plain one (docs/projection.md).
+template <class T> constexpr int contract_exponent() {
+  return std::is_same<T, float>::value ? 32 : 48;
+}
+
+/// Pieces [first, n) of a call.
+using chunk_list = std::vector<std::pair<std::size_t, std::size_t>>;
+
+/// Pieces of `size` LORs covering [0, count), shuffled when `shuffle_seed`
+/// is not 0.
+inline chunk_list chunks_of(std::size_t count, std::size_t size,
+                            std::uint32_t shuffle_seed = 0) {
+  chunk_list c;
+  for (std::size_t first = 0; first < count; first += size)
+    c.emplace_back(first, std::min(size, count - first));
+  if (shuffle_seed != 0)
+    std::shuffle(c.begin(), c.end(), std::mt19937(shuffle_seed));
+  return c;
+}
 
 } // namespace resproj_test

@@ -38,24 +38,9 @@ template <class T> class CpuReproducible : public ::testing::Test {};
 using value_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(CpuReproducible, value_types);
 
-/// Exponent with which the result meets the contract tolerance of T
-/// against the plain back projection (docs/projection.md).
-template <class T> constexpr int contract_exponent() {
-  return std::is_same<T, float>::value ? 32 : 48;
-}
-
-using chunk_list = std::vector<std::pair<std::size_t, std::size_t>>;
-
-/// [first, n) pieces of `size` LORs covering [0, count), optionally shuffled.
-chunk_list chunks_of(std::size_t count, std::size_t size,
-                     std::uint32_t shuffle_seed = 0) {
-  chunk_list c;
-  for (std::size_t first = 0; first < count; first += size)
-    c.emplace_back(first, std::min(size, count - first));
-  if (shuffle_seed != 0)
-    std::shuffle(c.begin(), c.end(), std::mt19937(shuffle_seed));
-  return c;
-}
+using rt::chunk_list;
+using rt::chunks_of;
+using rt::contract_exponent;
 
 /// Reproducible back projection of `values` in the pieces `chunks`, one
 /// call each, into a new accumulator; its raw integers.

@@ -45,11 +45,6 @@ template <class T> class GpuReproducible : public GpuTest {};
 using value_types = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(GpuReproducible, value_types);
 
-/// Exponent with which results meet the contract tolerance of T.
-template <class T> constexpr int contract_exponent() {
-  return std::is_same<T, float>::value ? 32 : 48;
-}
-
 template <class T>
 gpu::device_buffer<T> upload(const std::vector<T> &v, gpu::stream_ref s) {
   return gpu::make_device_buffer(rp::span<const T>(v.data(), v.size()), s);
@@ -83,17 +78,9 @@ template <class T> struct device_case {
   }
 };
 
-using chunk_list = std::vector<std::pair<std::size_t, std::size_t>>;
-
-chunk_list chunks_of(std::size_t count, std::size_t size,
-                     std::uint32_t shuffle_seed = 0) {
-  chunk_list c;
-  for (std::size_t first = 0; first < count; first += size)
-    c.emplace_back(first, std::min(size, count - first));
-  if (shuffle_seed != 0)
-    std::shuffle(c.begin(), c.end(), std::mt19937(shuffle_seed));
-  return c;
-}
+using rt::chunk_list;
+using rt::chunks_of;
+using rt::contract_exponent;
 
 /// One plain reproducible call per piece of `chunks`, on `s`.
 template <class T, class Op>
