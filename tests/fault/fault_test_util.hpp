@@ -8,13 +8,16 @@
 #include <dirent.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <new>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "fault_control.h"
 #include "resproj/core/errors.hpp"
+#include "resproj/scanner/listmode.hpp"
 
 namespace resproj_fault {
 
@@ -130,5 +133,14 @@ public:
   scope_guard(const scope_guard &) = delete;
   scope_guard &operator=(const scope_guard &) = delete;
 };
+
+/// `n` valid list-mode events of 40 detectors and 5 TOF bins.
+inline std::vector<resproj::scanner::listmode_event> some_events(std::size_t n) {
+  std::vector<resproj::scanner::listmode_event> e(n);
+  for (std::size_t i = 0; i < n; ++i)
+    e[i] = resproj::scanner::listmode_event::make(
+        std::uint32_t(i % 40), std::uint32_t((i * 7 + 3) % 40), std::int16_t(i % 5));
+  return e;
+}
 
 } // namespace resproj_fault

@@ -41,6 +41,7 @@
 namespace fs = std::filesystem;
 namespace io = resproj::io;
 namespace rf = resproj_fault;
+using rf::some_events;
 namespace rt = resproj_test;
 using resproj::span;
 using resproj_test::read_bytes;
@@ -76,14 +77,6 @@ long sweep_new(const std::function<void()> &prepare, const std::function<void()>
   run();
   check(false);
   return calls;
-}
-
-std::vector<resproj::scanner::listmode_event> some_events(std::size_t n) {
-  std::vector<resproj::scanner::listmode_event> e(n);
-  for (std::size_t i = 0; i < n; ++i)
-    e[i] = resproj::scanner::listmode_event::make(
-        std::uint32_t(i % 40), std::uint32_t((i * 7 + 3) % 40), std::int16_t(i % 5));
-  return e;
 }
 
 class AllocationFaults : public ::testing::Test {

@@ -42,6 +42,7 @@ using resproj::span;
 using resproj_test::read_bytes;
 using resproj_test::temp_dir;
 using resproj_test::write_bytes;
+using rf::some_events;
 
 namespace {
 
@@ -203,14 +204,6 @@ std::vector<float> ramp(std::size_t n, float scale = 1.0f) {
   for (std::size_t i = 0; i < n; ++i)
     v[i] = scale * float(i) + 0.25f;
   return v;
-}
-
-std::vector<resproj::scanner::listmode_event> some_events(std::size_t n) {
-  std::vector<resproj::scanner::listmode_event> e(n);
-  for (std::size_t i = 0; i < n; ++i)
-    e[i] = resproj::scanner::listmode_event::make(
-        std::uint32_t(i % 40), std::uint32_t((i * 7 + 3) % 40), std::int16_t(i % 5));
-  return e;
 }
 
 bool same_events(const std::vector<resproj::scanner::listmode_event> &x,
