@@ -211,3 +211,61 @@ def float_dtype_of(like):
         return np.dtype(np.float32)
     name = str(like.dtype).split(".")[-1]
     return np.dtype(name) if name in ("float32", "float64") else np.dtype(np.float32)
+
+
+def cuda_library(like):
+    """The module of a CUDA array library: `like` 'cupy' or 'torch', or None
+    (CuPy when installed, else PyTorch)."""
+    import importlib
+    import importlib.util
+
+    if like is None:
+        like = "cupy" if importlib.util.find_spec("cupy") is not None else "torch"
+    if like not in ("cupy", "torch"):
+        raise ValueError(f"like: expected 'cupy' or 'torch', got {like!r}")
+    try:
+        return importlib.import_module(like)
+    except ImportError:
+        raise ValueError(f"like: {like!r} is not installed") from None
+
+
+class _Export:
+    """A DLPack export of the binding's device memory, for `from_dlpack`."""
+
+    __slots__ = ("_x", "_device")
+
+    def __init__(self, x, device):
+        self._x = x
+        self._device = device
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self._x.__dlpack__() if hasattr(self._x, "__dlpack__") else self._x
+
+    def __dlpack_device__(self):
+        return (2, self._device)  # kDLCUDA
+
+
+def from_binding(x, device, lib):
+    """The binding's DLPack export `x` (CUDA memory of `device`, nothing
+    pending on it) as an array of `lib` (CuPy or PyTorch), no copy."""
+    return lib.from_dlpack(_Export(x, device))
+
+
+def library_stream(lib, device):
+    """Handle of the current stream of `lib` (CuPy or PyTorch) on `device`."""
+    if lib.__name__ == "cupy":
+        with lib.cuda.Device(device):
+            return lib.cuda.get_current_stream().ptr
+    raw = getattr(lib._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return lib.cuda.current_stream(device).cuda_stream
+
+
+def empty_cuda(lib, shape, dtype, device):
+    """A new C-contiguous array of `lib` on CUDA `device` (`dtype` a NumPy
+    dtype name)."""
+    if lib.__name__ == "cupy":
+        with lib.cuda.Device(device):
+            return lib.empty(shape, dtype)
+    return lib.empty(shape, dtype=getattr(lib, dtype), device=f"cuda:{device}")

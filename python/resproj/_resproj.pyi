@@ -303,6 +303,11 @@ class OsemProgress:
     def eta_s(self) -> float: ...
     def __repr__(self) -> str: ...
 
+def cpu_sensitivity(
+    subsets: ReconSubsets, efficiency: Array, mu: Array, scale: float
+) -> NDArray[numpy.float32]:
+    """The sensitivity image on the CPU (see resproj.recon.sensitivity)."""
+
 class CpuListmodeOsem:
     """List-mode OSEM on the CPU (see resproj.recon)."""
 
@@ -328,6 +333,26 @@ class CpuListmodeOsem:
     def phases(self) -> list[dict[str, Any]]: ...
 
 # Only when has_gpu_backend:
+def gpu_sensitivity(
+    subsets: ReconSubsets, efficiency: Array, mu: Array, scale: float, out: Array, stream: int
+) -> None:
+    """The sensitivity image into the CUDA array `out` (see resproj.recon.sensitivity)."""
+
+class GpuListmodeEvents:
+    """List-mode events in device memory (see resproj.listmode.read_to_device)."""
+
+    def __init__(
+        self, path: str, num_detectors: int, num_tof_bins: int, device: int, stream: int
+    ) -> None: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def device(self) -> int: ...
+    def pairs_dlpack(self) -> Any:
+        """The detector pairs (n, 2) int32, no copy; keeps this object alive."""
+    def bins_dlpack(self) -> Any:
+        """The TOF bins (n,) int16, no copy; keeps this object alive."""
+
 class GpuListmodeOsem:
     """List-mode OSEM on the GPU (see resproj.recon)."""
 

@@ -30,6 +30,7 @@ __all__ = [
     "SinogramSubsets",
     "Corrections",
     "ListmodeOsem",
+    "sensitivity",
     "OsemProgress",
     "format_phases",
     "total_seconds",
@@ -166,18 +167,7 @@ class ListmodeOsem:
     """
 
     def __init__(self, subsets, corrections, tof, path, stream=None, *, device=None):
-        if not isinstance(subsets, SinogramSubsets):
-            raise TypeError(
-                "subsets: expected resproj.recon.SinogramSubsets, got "
-                f"{type(subsets).__qualname__}"
-            )
-        if corrections is None:
-            corrections = Corrections()
-        if not isinstance(corrections, Corrections):
-            raise TypeError(
-                "corrections: expected resproj.recon.Corrections, got "
-                f"{type(corrections).__qualname__}"
-            )
+        corrections = _check_subsets_corrections(subsets, corrections)
         if tof is not None and not isinstance(tof, TofParams):
             raise TypeError(
                 f"tof: expected resproj.TofParams or None, got {type(tof).__qualname__}"
@@ -313,6 +303,70 @@ class ListmodeOsem:
             f"ListmodeOsem(<{self.num_events} events>, {self.subsets.num_subsets} "
             f"subsets, device={self.device!r})"
         )
+
+
+def _check_subsets_corrections(subsets, corrections):
+    if not isinstance(subsets, SinogramSubsets):
+        raise TypeError(
+            "subsets: expected resproj.recon.SinogramSubsets, got "
+            f"{type(subsets).__qualname__}"
+        )
+    if corrections is None:
+        corrections = Corrections()
+    if not isinstance(corrections, Corrections):
+        raise TypeError(
+            "corrections: expected resproj.recon.Corrections, got "
+            f"{type(corrections).__qualname__}"
+        )
+    return corrections
+
+
+def sensitivity(subsets, corrections=None, out=None, *, device=None, like=None, stream=None):
+    """The sensitivity image `A^T m` over every LOR of the sinogram of
+    `subsets`, `m = scale * eff[a] * eff[b] * exp(-integral of mu)` from
+    `corrections` (its background is not used): what `ListmodeOsem`
+    divides by.
+
+    On the CPU (`device='cpu'`, or `out` a NumPy array) a NumPy float32 image
+    of `subsets.geometry.shape`. On a GPU (`device='cuda[:N]'`, or `out` a
+    CUDA array) into `out`, or into a new CuPy or PyTorch array (`like`:
+    'cupy' or 'torch'; default CuPy when installed), on `stream` (default:
+    the current stream of that array's library); returns the image, complete.
+    Default device: 'cuda' when the GPU backend and a device are present.
+
+    Raises TypeError / ValueError naming a bad argument (`out` of another
+    shape, dtype or place) before anything is written.
+    """
+    corrections = _check_subsets_corrections(subsets, corrections)
+    eff, mu = corrections._arrays(subsets)
+    shape = tuple(subsets.geometry.shape)
+    if out is not None:
+        k = _a.kind_of(out, "out")
+        _a.check_writable(out, k, "out")
+        kind, index = ("cuda", _a.device_of(out, k)) if _a.is_cuda(out, k) else ("cpu", 0)
+    else:
+        kind, index = _device(device)
+    if kind == "cpu":
+        image = _resproj.cpu_sensitivity(subsets._impl, eff, mu, corrections.scale)
+        if out is None:
+            return image
+        if tuple(out.shape) != shape or str(out.dtype) != "float32":
+            raise ValueError(
+                f"out: shape {tuple(out.shape)} dtype {out.dtype}, expected {shape} float32"
+            )
+        out[...] = image
+        return out
+    if out is None:
+        lib = _a.cuda_library(like)
+        out = _a.empty_cuda(lib, shape, "float32", index)
+        k = _a.kind_of(out, "out")
+    handle = (
+        _a.current_stream(out, k, index) if stream is None else _a.stream_handle(stream)
+    )
+    _resproj.gpu_sensitivity(
+        subsets._impl, eff, mu, corrections.scale, _a.export(out, k), handle
+    )
+    return out
 
 
 def total_seconds(phases) -> float:

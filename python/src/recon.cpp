@@ -95,11 +95,6 @@ private:
   call_gate gate_;
 };
 
-std::vector<std::size_t> image_shape(const rp::image_geometry &g) {
-  const auto &s = g.shape();
-  return {std::size_t(s[0]), std::size_t(s[1]), std::size_t(s[2])};
-}
-
 } // namespace
 
 void bind_recon(nb::module_ &m) {
@@ -144,6 +139,24 @@ void bind_recon(nb::module_ &m) {
                ", subset=" + std::to_string(p.subset) +
                ", elapsed_s=" + std::to_string(p.elapsed_s) + ")";
       });
+
+  m.def(
+      "cpu_sensitivity",
+      [](const rr::sinogram_subsets &sub, const in_array &efficiency, const in_array &mu,
+         double scale) {
+        const rr::corrections c = corrections_of(sub, efficiency, mu, scale, 0.0);
+        auto *image = new std::vector<float>();
+        nb::capsule owner(
+            image, [](void *p) noexcept { delete static_cast<std::vector<float> *>(p); });
+        {
+          const nb::gil_scoped_release release;
+          *image = rr::sensitivity_image(sub, c);
+        }
+        const auto shape = image_shape(sub.image);
+        return nb::ndarray<nb::numpy, float>(image->data(), 3, shape.data(), owner);
+      },
+      "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a,
+      "The sensitivity image on the CPU (see resproj.recon.sensitivity).");
 
   nb::class_<cpu_listmode_osem>(m, "CpuListmodeOsem",
                                 "List-mode OSEM on the CPU (see resproj.recon).")

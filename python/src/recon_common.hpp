@@ -29,6 +29,12 @@ namespace resproj_py {
 
 namespace rr = resproj::recon;
 
+/// The NumPy-style shape of an image of `g`.
+inline std::vector<std::size_t> image_shape(const resproj::image_geometry &g) {
+  const auto &s = g.shape();
+  return {std::size_t(s[0]), std::size_t(s[1]), std::size_t(s[2])};
+}
+
 /// A host float32 array (any shape, C order) of `n` values, copied.
 inline std::vector<float> host_floats(const in_array &a, const std::string &name,
                                       std::size_t n, const char *what) {

@@ -19,6 +19,7 @@
 
 #include "arrays.hpp"
 #include "call.hpp"
+#include "gpu_api.hpp"
 #include "gpu_util.hpp"
 #include "module_parts.hpp"
 #include "recon_common.hpp"
@@ -112,14 +113,93 @@ private:
   call_gate gate_;
 };
 
-std::vector<std::size_t> image_shape(const rp::image_geometry &g) {
-  const auto &s = g.shape();
-  return {std::size_t(s[0]), std::size_t(s[1]), std::size_t(s[2])};
-}
+/// `gc::device_listmode_events` read on `device`, on the caller's stream.
+class gpu_listmode_events {
+public:
+  gpu_listmode_events(const std::string &path, std::int64_t num_detectors,
+                      int num_tof_bins, int device, std::uintptr_t stream)
+      : device_(device) {
+    on_caller_stream(device, stream, [&](std::uintptr_t s) {
+      events_ = std::make_unique<gc::device_listmode_events>(
+          path, num_detectors, num_tof_bins, reinterpret_cast<cudaStream_t>(s));
+    });
+  }
+  ~gpu_listmode_events() {
+    const device_scope scope(device_);
+    events_.reset();
+  }
+  gpu_listmode_events(const gpu_listmode_events &) = delete;
+  gpu_listmode_events &operator=(const gpu_listmode_events &) = delete;
+  const gc::device_listmode_events &events() const { return *events_; }
+  int device() const { return device_; }
+
+private:
+  int device_;
+  std::unique_ptr<gc::device_listmode_events> events_;
+};
 
 } // namespace
 
 void bind_recon_gpu(nb::module_ &m) {
+  m.def(
+      "gpu_sensitivity",
+      [](const rr::sinogram_subsets &sub, const in_array &efficiency, const in_array &mu,
+         double scale, const out_arg &out, std::uintptr_t stream) {
+        const rr::corrections c = corrections_of(sub, efficiency, mu, scale, 0.0);
+        const array_info o = info_of(out);
+        const place where = place_of(o, "out");
+        if (!where.cuda)
+          throw nb::value_error(
+              "out: a host array; the GPU sensitivity needs a CUDA array");
+        const auto &g = sub.image.shape();
+        check_array(o, "out", dt<float>(), "the sensitivity is float32",
+                    {g[0], g[1], g[2]}, true, where, "out");
+        const nb::gil_scoped_release release;
+        on_caller_stream(where.id, stream, [&](std::uintptr_t s) {
+          gc::sensitivity_image(sub, c,
+                                rp::gpu::device_image_view<float>(
+                                    static_cast<float *>(o.data), sub.image, where.id),
+                                reinterpret_cast<cudaStream_t>(s));
+        });
+      },
+      "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a, "out"_a, "stream"_a,
+      "The sensitivity image into the CUDA array `out` (see resproj.recon.sensitivity).");
+
+  nb::class_<gpu_listmode_events>(m, "GpuListmodeEvents",
+                                  "List-mode events in device memory (see "
+                                  "resproj.listmode.read_to_device).")
+      .def(
+          "__init__",
+          [](gpu_listmode_events *self, const std::string &path,
+             std::int64_t num_detectors, int num_tof_bins, int device,
+             std::uintptr_t stream) {
+            const nb::gil_scoped_release release;
+            new (self)
+                gpu_listmode_events(path, num_detectors, num_tof_bins, device, stream);
+          },
+          "path"_a, "num_detectors"_a, "num_tof_bins"_a, "device"_a, "stream"_a)
+      .def_prop_ro("count",
+                   [](const gpu_listmode_events &e) { return e.events().count(); })
+      .def_prop_ro("device", &gpu_listmode_events::device)
+      .def(
+          "pairs_dlpack",
+          [](gpu_listmode_events &e) {
+            const std::size_t shape[2] = {e.events().count(), 2};
+            return nb::ndarray<std::int32_t, nb::device::cuda>(
+                const_cast<std::int32_t *>(e.events().pairs()), 2, shape, nb::find(&e),
+                nullptr, nb::dtype<std::int32_t>(), nb::device::cuda::value, e.device());
+          },
+          "The detector pairs (n, 2) int32, no copy; keeps this object alive.")
+      .def(
+          "bins_dlpack",
+          [](gpu_listmode_events &e) {
+            const std::size_t shape[1] = {e.events().count()};
+            return nb::ndarray<std::int16_t, nb::device::cuda>(
+                const_cast<std::int16_t *>(e.events().bins()), 1, shape, nb::find(&e),
+                nullptr, nb::dtype<std::int16_t>(), nb::device::cuda::value, e.device());
+          },
+          "The TOF bins (n,) int16, no copy; keeps this object alive.");
+
   nb::class_<gpu_listmode_osem>(m, "GpuListmodeOsem",
                                 "List-mode OSEM on the GPU (see resproj.recon).")
       .def(

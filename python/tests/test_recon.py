@@ -564,3 +564,56 @@ def test_gpu_stream_object_outlives_its_last_user(problem):
     fresh = recon.ListmodeOsem(problem.sub, problem.corr, problem.tof, problem.path)
     fresh.run(1)
     assert relative_error(fresh.image(), image) < 1e-4
+
+
+def test_cpu_sensitivity_is_the_model(problem):
+    sens = problem.model()[0]
+    s = recon.sensitivity(problem.sub, problem.corr, device="cpu")
+    assert s.shape == problem.g.shape and s.dtype == np.float32
+    assert relative_error(s, sens) < 1e-5
+    out = np.full(problem.g.shape, -1, np.float32)
+    assert recon.sensitivity(problem.sub, problem.corr, out) is out
+    assert relative_error(out, s) < 1e-6  # threads add in another order
+    with pytest.raises(ValueError, match="out: shape"):
+        recon.sensitivity(problem.sub, problem.corr, np.zeros((3, 3, 3), np.float32))
+    with pytest.raises(TypeError, match="subsets"):
+        recon.sensitivity(problem.sub._impl, problem.corr)
+    with pytest.raises(TypeError, match="corrections"):
+        recon.sensitivity(problem.sub, {"mu": 0})
+
+
+@gpu
+def test_gpu_sensitivity_equals_cpu(problem):
+    lib, to_device, to_host = cuda_lib()
+    c = recon.sensitivity(problem.sub, problem.corr, device="cpu")
+    d = recon.sensitivity(problem.sub, problem.corr, device="cuda", like=lib.__name__)
+    assert tuple(d.shape) == problem.g.shape
+    assert relative_error(to_host(d), c) < 1e-4
+    out = to_device(np.full(problem.g.shape, -1, np.float32))
+    assert recon.sensitivity(problem.sub, problem.corr, out) is out
+    assert relative_error(to_host(out), c) < 1e-4
+    with pytest.raises(ValueError, match="out: shape"):
+        recon.sensitivity(problem.sub, problem.corr, to_device(np.zeros((3, 3, 3), np.float32)))
+    wrong = to_device(np.zeros(problem.g.shape, np.float64))
+    with pytest.raises(TypeError, match="out: dtype float64"):
+        recon.sensitivity(problem.sub, problem.corr, wrong)
+    assert np.all(to_host(wrong) == 0)
+
+
+@gpu
+def test_read_to_device_equals_the_host_reader(problem, tmp_path):
+    lib, _, to_host = cuda_lib()
+    pairs, bins = listmode.read_to_device(
+        problem.path, problem.sub.num_detectors, problem.tof.num_bins, like=lib.__name__
+    )
+    host_pairs, host_bins = listmode.read(problem.path)
+    assert tuple(pairs.shape) == host_pairs.shape and tuple(bins.shape) == host_bins.shape
+    np.testing.assert_array_equal(to_host(pairs), host_pairs)
+    np.testing.assert_array_equal(to_host(bins), host_bins)
+    # The arrays own the memory: usable as a projector's LOR source.
+    del problem.pairs
+    assert int(to_host(pairs).max()) < problem.sub.num_detectors
+    bad = str(tmp_path / "bad.lm")
+    listmode.write(bad, np.array([[0, 1], [0, 10_000]], np.int32), np.zeros(2, np.int16))
+    with pytest.raises(OSError, match="outside the scanner"):
+        listmode.read_to_device(bad, problem.sub.num_detectors, problem.tof.num_bins)

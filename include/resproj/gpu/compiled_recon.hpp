@@ -1,6 +1,7 @@
 /// @file
-/// @brief Host-only declaration of the GPU list-mode OSEM reconstruction for
-/// translation units compiled by a plain C++ compiler: a list-mode file on
+/// @brief Host-only declarations of the GPU reconstruction for translation
+/// units compiled by a plain C++ compiler: the sensitivity image, list-mode
+/// events read into device memory, and the list-mode OSEM of a file on
 /// disk to an image resident on the GPU, set up as `recon::gpu_listmode_data`
 /// does (events read straight into device memory, validated, grouped and
 /// reordered per subset; per-event corrections; the sensitivity image on a
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -96,6 +98,59 @@ public:
 
   /// The phases so far: set-up, then "osem" (all `run` calls) and "nifti".
   const recon::phase_table &phases() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// The sensitivity image `A^T m` over every LOR of the sinogram of
+/// `subsets` (m: normalisation and attenuation from `corrections`, as
+/// `recon::gpu_sensitivity`) into `out`, on the device that is current.
+/// Host-blocking: returns when the image is complete.
+/// @param subsets     scanner, sinogram subsets and image geometry
+/// @param corrections efficiencies, mu-map, scale (the background is not used)
+/// @param out         device memory of the current device, geometry
+///                    `subsets.image`; overwritten
+/// @param stream      a stream of the current device, not the legacy default
+/// @throws invalid_argument ("stream"), ("out") for another geometry,
+///         ("out.data") if null or host memory, ("c.mu", "c.efficiency")
+///         for corrections that do not match `subsets`; gpu_out_of_memory,
+///         gpu_error.
+void sensitivity_image(const recon::sinogram_subsets &subsets,
+                       const recon::corrections &corrections,
+                       device_image_view<float> out, cudaStream_t stream);
+
+/// The events of a list-mode file (10-byte records) in memory of the device
+/// that is current at construction: read straight into device memory,
+/// validated against `num_detectors` and `num_tof_bins` on the GPU, in file
+/// order. Move-only; the arrays live as long as the object.
+class device_listmode_events {
+public:
+  /// Reads and validates the file; host-blocking (returns with the arrays
+  /// complete).
+  /// @param path          list-mode file
+  /// @param num_detectors detectors of the scanner (indices must be below)
+  /// @param num_tof_bins  TOF bins (bins must be in [0, num_tof_bins); 0:
+  ///                      non-TOF, bins not checked)
+  /// @param stream        a stream of the current device, not the legacy default
+  /// @throws invalid_argument ("stream"); io_error if the file cannot be
+  ///         read, is empty or damaged, or holds events outside the scanner
+  ///         or the TOF bins; gpu_out_of_memory, gpu_error.
+  device_listmode_events(const std::string &path, std::int64_t num_detectors,
+                         int num_tof_bins, cudaStream_t stream);
+  ~device_listmode_events();
+  device_listmode_events(device_listmode_events &&) noexcept;
+  device_listmode_events &operator=(device_listmode_events &&) noexcept;
+
+  /// Number of events.
+  std::size_t count() const;
+  /// Detector pairs, `[a0 b0 a1 b1 ...]` (device memory, 2 x count()).
+  const std::int32_t *pairs() const;
+  /// TOF bin per event (device memory, count()).
+  const std::int16_t *bins() const;
+  /// The device that holds the arrays.
+  int device() const;
 
 private:
   struct impl;

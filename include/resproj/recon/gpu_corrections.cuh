@@ -22,8 +22,10 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/lor_sources.hpp"
 #include "resproj/core/operations.hpp"
+#include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/error.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/recon/corrections.hpp"
@@ -100,17 +102,24 @@ void transform_indexed(float *v, std::size_t n, const Op &op, gpu::stream_ref s)
 /// sources carry their layout, so the projections pick their kernels for
 /// sinogram order. Queued on `s`; no synchronisation, no allocation.
 /// @param work device buffer of at least `sub.max_subset_count()` floats
-/// @throws invalid_argument ("work") if too small, ("out") for the wrong size.
+/// @param out  the image (the library's `device_image` or device memory of
+///             the caller's), geometry `sub.image`
+/// @throws invalid_argument ("work") if too small, ("out") for another
+///         geometry, ("out.data") if null or not memory of `out.device`.
 inline void gpu_sensitivity(const sinogram_subsets &sub,
                             const device_sinogram_subsets &dsub,
                             const device_corrections &c, span<float> work,
-                            gpu::device_image<float> &out, gpu::stream_ref s,
+                            gpu::device_image_view<float> out, gpu::stream_ref s,
                             int subset = -1) {
   if (work.size() < sub.max_subset_count())
     resproj::detail::throw_invalid("work", "smaller than the largest subset");
-  if (out.size() != std::size_t(sub.image.num_voxels()))
-    resproj::detail::throw_invalid("out", "size does not match the image");
-  out.zero(s);
+  if (out.geometry != sub.image)
+    resproj::detail::throw_invalid("out", "geometry is not the subsets' image");
+  if (out.data == nullptr)
+    resproj::detail::throw_invalid("out.data", "null");
+  gpu::require_device_pointer(out.data, out.device, "out.data");
+  RESPROJ_CUDA_TRY(cudaMemsetAsync(
+      out.data, 0, std::size_t(out.geometry.num_voxels()) * sizeof(float), s.get()));
   for (int k = subset < 0 ? 0 : subset; k < (subset < 0 ? sub.num_subsets() : subset + 1);
        ++k) {
     const auto src = dsub.source(sub, k);
@@ -120,8 +129,16 @@ inline void gpu_sensitivity(const sinogram_subsets &sub,
         q.data(), q.size(),
         detail::correction_op<detail::sinogram_pair>{{src}, c.efficiency.data(), c.scale},
         s);
-    gpu::back(op::non_tof{}, out.view(), src, span<const float>(q.data(), q.size()), s);
+    gpu::back(op::non_tof{}, out, src, span<const float>(q.data(), q.size()), s);
   }
+}
+/// `gpu_sensitivity` into a `device_image` of the library.
+inline void gpu_sensitivity(const sinogram_subsets &sub,
+                            const device_sinogram_subsets &dsub,
+                            const device_corrections &c, span<float> work,
+                            gpu::device_image<float> &out, gpu::stream_ref s,
+                            int subset = -1) {
+  gpu_sensitivity(sub, dsub, c, work, out.view(), s, subset);
 }
 
 /// Per-event corrections on the GPU: `m[i]` = scale x efficiencies x

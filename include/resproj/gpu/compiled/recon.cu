@@ -1,11 +1,14 @@
-// Part of the target resproj::gpu_compiled: the list-mode OSEM
-// reconstruction of gpu/compiled_recon.hpp over the header-only recon layer.
+// Part of the target resproj::gpu_compiled: the reconstruction calls of
+// gpu/compiled_recon.hpp (sensitivity image, list-mode events into device
+// memory, list-mode OSEM) over the header-only recon layer.
 #include <cstddef>
 #include <string>
 #include <utility>
 
 #include "resproj/core/errors.hpp"
 #include "resproj/gpu/compiled_recon.hpp"
+#include "resproj/gpu/device.cuh"
+#include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/file_io.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/recon/gpu_listmode_setup.cuh"
@@ -92,6 +95,52 @@ void listmode_osem::write_nifti(const std::string &path) {
 std::size_t listmode_osem::num_events() const { return impl_->data.count(); }
 
 const recon::phase_table &listmode_osem::phases() const { return impl_->phases; }
+
+void sensitivity_image(const recon::sinogram_subsets &subsets,
+                       const recon::corrections &corrections,
+                       device_image_view<float> out, cudaStream_t stream) {
+  const stream_ref s = explicit_stream(stream);
+  if (out.geometry != subsets.image)
+    resproj::detail::throw_invalid("out", "geometry is not the subsets' image");
+  if (out.data == nullptr)
+    resproj::detail::throw_invalid("out.data", "null");
+  gpu::require_device_pointer(out.data, out.device, "out.data");
+  const recon::device_sinogram_subsets dsub(subsets, s);
+  const recon::device_corrections dc(corrections, subsets, s);
+  device_buffer<float> work(subsets.max_subset_count(), s);
+  recon::gpu_sensitivity(subsets, dsub, dc, work.span(), out, s);
+  s.synchronize();
+}
+
+struct device_listmode_events::impl {
+  recon::device_events events;
+  int device = 0;
+};
+
+device_listmode_events::device_listmode_events(const std::string &path,
+                                               std::int64_t num_detectors,
+                                               int num_tof_bins, cudaStream_t stream)
+    : impl_(new impl) {
+  const stream_ref s = explicit_stream(stream);
+  device_file_io io;
+  impl_->events = recon::read_events_to_device(io, path, num_detectors, num_tof_bins, s);
+  impl_->device = current_device();
+  s.synchronize();
+}
+device_listmode_events::~device_listmode_events() = default;
+device_listmode_events::device_listmode_events(device_listmode_events &&) noexcept =
+    default;
+device_listmode_events &
+device_listmode_events::operator=(device_listmode_events &&) noexcept = default;
+
+std::size_t device_listmode_events::count() const { return impl_->events.count(); }
+const std::int32_t *device_listmode_events::pairs() const {
+  return impl_->events.pairs.data();
+}
+const std::int16_t *device_listmode_events::bins() const {
+  return impl_->events.bins.data();
+}
+int device_listmode_events::device() const { return impl_->device; }
 
 } // namespace compiled
 } // namespace gpu
