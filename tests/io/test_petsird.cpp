@@ -450,3 +450,35 @@ TEST(Petsird, EventsAndTablePlugIntoTheProjectors) {
   }
   EXPECT_GT(crossing, ev.size() / 2);
 }
+
+TEST(Petsird, SkippingVarintsLandsWhereDecodingThem) {
+  // Varints of 1 to 10 bytes in random order; skipping n of them (a word at
+  // a time where it can) must stop where decoding n of them does, and a
+  // count past the end must fail naming the field.
+  std::mt19937 rng(5);
+  std::vector<unsigned char> bytes;
+  std::vector<std::size_t> ends; // offset after each varint
+  for (int i = 0; i < 3000; ++i) {
+    const int len = 1 + int(rng() % (i % 7 == 0 ? 10u : 3u));
+    for (int b = 0; b + 1 < len; ++b)
+      bytes.push_back(static_cast<unsigned char>(0x80u | (rng() & 0x7fu)));
+    bytes.push_back(static_cast<unsigned char>(len == 10 ? 1u : (rng() & 0x7fu)));
+    ends.push_back(bytes.size());
+  }
+  for (const std::size_t first : {std::size_t(0), std::size_t(1), std::size_t(37)}) {
+    for (const std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(8),
+                                std::size_t(9), std::size_t(100), std::size_t(2963)}) {
+      const std::size_t start = first == 0 ? 0 : ends[first - 1];
+      pe::binary_input skip(bytes.data() + start, bytes.size() - start, "mem", 0);
+      skip.skip_varints(n, "field");
+      EXPECT_EQ(start + skip.offset(), ends[first + n - 1]) << first << " " << n;
+      pe::binary_input decode(bytes.data() + start, bytes.size() - start, "mem", 0);
+      for (std::size_t i = 0; i < n; ++i)
+        (void)decode.uvarint("field");
+      EXPECT_EQ(decode.offset(), skip.offset());
+    }
+  }
+  pe::binary_input past(bytes.data(), bytes.size(), "mem", 0);
+  expect_io_error([&] { past.skip_varints(ends.size() + 1, "field"); },
+                  {"field", "truncated"});
+}

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -205,7 +206,20 @@ public:
       return;
     }
     std::size_t p = pos_;
-    for (std::uint64_t left = n; left > 0; ++p) {
+    std::uint64_t left = n;
+    // Eight bytes at a time while more varints end after them than in them:
+    // a varint ends at each byte below 0x80.
+    while (left > 8 && end_ - p >= 8) {
+      std::uint64_t w;
+      std::memcpy(&w, memory_ + p, 8);
+      const std::uint64_t ends =
+          std::bitset<64>(~w & std::uint64_t(0x8080808080808080u)).count();
+      if (ends >= left)
+        break;
+      left -= ends;
+      p += 8;
+    }
+    for (; left > 0; ++p) {
       if (p == end_)
         fail(what, "truncated: " + std::to_string(n) +
                        " varints expected (the input "
