@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace resproj_py {
@@ -154,6 +155,15 @@ inline void check_array(const array_info &a, const std::string &name,
 }
 
 template <class T> constexpr nb::dlpack::dtype dt() { return nb::dtype<T>(); }
+
+/// A NumPy array owning `v`, of the given shape.
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T> v, std::vector<std::size_t> shape) {
+  auto *owned = new std::vector<T>(std::move(v));
+  nb::capsule owner(owned,
+                    [](void *p) noexcept { delete static_cast<std::vector<T> *>(p); });
+  return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.data(), owner);
+}
 
 /// An array argument of a projection call: any DLPack array (imported by
 /// nanobind and kept for the call), or the plain description the Python

@@ -145,15 +145,12 @@ void bind_recon(nb::module_ &m) {
       [](const rr::sinogram_subsets &sub, const in_array &efficiency, const in_array &mu,
          double scale) {
         const rr::corrections c = corrections_of(sub, efficiency, mu, scale, 0.0);
-        auto *image = new std::vector<float>();
-        nb::capsule owner(
-            image, [](void *p) noexcept { delete static_cast<std::vector<float> *>(p); });
+        std::vector<float> image;
         {
           const nb::gil_scoped_release release;
-          *image = rr::sensitivity_image(sub, c);
+          image = rr::sensitivity_image(sub, c);
         }
-        const auto shape = image_shape(sub.image);
-        return nb::ndarray<nb::numpy, float>(image->data(), 3, shape.data(), owner);
+        return to_numpy(std::move(image), image_shape(sub.image));
       },
       "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a,
       "The sensitivity image on the CPU (see resproj.recon.sensitivity).");
@@ -185,12 +182,7 @@ void bind_recon(nb::module_ &m) {
       .def("image",
            [](cpu_listmode_osem &o) {
              const busy_guard busy(o.gate(), true);
-             auto *copy = new std::vector<float>(o.image());
-             nb::capsule owner(copy, [](void *p) noexcept {
-               delete static_cast<std::vector<float> *>(p);
-             });
-             const auto shape = image_shape(o.subsets().image);
-             return nb::ndarray<nb::numpy, float>(copy->data(), 3, shape.data(), owner);
+             return to_numpy(o.image(), image_shape(o.subsets().image));
            })
       .def("image_view",
            [](cpu_listmode_osem &o) {

@@ -231,16 +231,12 @@ void bind_recon_gpu(nb::module_ &m) {
       .def("image",
            [](gpu_listmode_osem &o) {
              const busy_guard busy(o.gate(), true);
-             auto *host = new std::vector<float>(std::size_t(o.geometry().num_voxels()));
-             nb::capsule owner(host, [](void *p) noexcept {
-               delete static_cast<std::vector<float> *>(p);
-             });
+             std::vector<float> host(std::size_t(o.geometry().num_voxels()));
              {
                const nb::gil_scoped_release release;
-               o.image(rp::span<float>(host->data(), host->size()));
+               o.image(rp::span<float>(host.data(), host.size()));
              }
-             const auto shape = image_shape(o.geometry());
-             return nb::ndarray<nb::numpy, float>(host->data(), 3, shape.data(), owner);
+             return to_numpy(std::move(host), image_shape(o.geometry()));
            })
       .def(
           "image_dlpack",

@@ -34,15 +34,6 @@ namespace rp = resproj;
 namespace rs = resproj::scanner;
 using namespace nb::literals;
 
-/// A NumPy array owning `v`, of the given shape.
-template <class T>
-nb::ndarray<nb::numpy, T> to_numpy(std::vector<T> v, std::vector<std::size_t> shape) {
-  auto *owned = new std::vector<T>(std::move(v));
-  nb::capsule owner(owned,
-                    [](void *p) noexcept { delete static_cast<std::vector<T> *>(p); });
-  return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.data(), owner);
-}
-
 /// Host array check: C-contiguous, dtype, shape (flat allowed) in host memory.
 void check_host(const in_array &a, const char *name, const nb::dlpack::dtype &dtype,
                 const char *why, const std::vector<std::int64_t> &shape) {
