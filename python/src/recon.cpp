@@ -170,15 +170,7 @@ void bind_recon(nb::module_ &m) {
           },
           "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a, "background"_a, "tof"_a.none(),
           "path"_a)
-      .def(
-          "run",
-          [](cpu_listmode_osem &o, int iterations, const nb::object &progress) {
-            const busy_guard busy(o.gate(), false);
-            const auto cb = progress_callback(progress, o.gate());
-            const nb::gil_scoped_release release;
-            o.run(iterations, cb);
-          },
-          "iterations"_a, "progress"_a.none())
+      .def("run", &run_osem<cpu_listmode_osem>, "iterations"_a, "progress"_a.none())
       .def("image",
            [](cpu_listmode_osem &o) {
              const busy_guard busy(o.gate(), true);

@@ -144,4 +144,13 @@ inline rr::osem_callback progress_callback(const nb::object &progress, call_gate
   };
 }
 
+/// `o.run(iterations, progress)` of a list-mode OSEM binding: one call at a
+/// time, `progress` called with the GIL, the GIL released while it computes.
+template <class Osem> void run_osem(Osem &o, int iterations, const nb::object &progress) {
+  const busy_guard busy(o.gate(), false);
+  const auto cb = progress_callback(progress, o.gate());
+  const nb::gil_scoped_release release;
+  o.run(iterations, cb);
+}
+
 } // namespace resproj_py

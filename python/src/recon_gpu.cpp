@@ -219,15 +219,7 @@ void bind_recon_gpu(nb::module_ &m) {
           },
           "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a, "background"_a, "tof"_a.none(),
           "path"_a, "device"_a, "stream"_a.none(), "stream_object"_a.none())
-      .def(
-          "run",
-          [](gpu_listmode_osem &o, int iterations, const nb::object &progress) {
-            const busy_guard busy(o.gate(), false);
-            const auto cb = progress_callback(progress, o.gate());
-            const nb::gil_scoped_release release;
-            o.run(iterations, cb);
-          },
-          "iterations"_a, "progress"_a.none())
+      .def("run", &run_osem<gpu_listmode_osem>, "iterations"_a, "progress"_a.none())
       .def("image",
            [](gpu_listmode_osem &o) {
              const busy_guard busy(o.gate(), true);
