@@ -423,6 +423,49 @@ TEST(Petsird, ParallelDecodingReportsTheSameErrors) {
                   {"time block 0.prompt_events[0][0]", "detection bin 127"});
 }
 
+TEST(Petsird, ParallelDecodingReportsTheFirstBadBlockInFileOrder) {
+  // Block 0 is bad at its last event (found late), block 1 at its first
+  // (found at once by another worker): the error is block 0's, as the
+  // sequential reader reports it, however the workers are scheduled.
+  const written_file f(300000);
+  const pe::file_contents c = pe::read_file(f.path);
+  ASSERT_EQ(c.events.blocks.size(), 3u);
+  auto bytes = read_byte_vector(f.path);
+  // Each block: [count 1][tag][start][stop][singles 0][1][1][n: 3 bytes]
+  // [events: 3 bytes each] ... [triples 0][quadruples 0]; 72 detection bins and
+  // 7 TOF bins make each event 3 one-byte varints.
+  const std::size_t block1 = std::size_t(c.events.blocks[1].offset);
+  const std::size_t last_delayed_of_0 = block1 - 1 - 2 - 3;
+  const std::size_t first_prompt_of_1 = block1 + 9;
+  bytes[last_delayed_of_0] = 0x7f;
+  bytes[first_prompt_of_1] = 0x7e;
+  temp_dir dir;
+  const std::string path = dir.file("two_bad_blocks.petsird");
+  write_bytes(path, bytes);
+  std::string sequential;
+  try {
+    (void)pe::read_file(path);
+  } catch (const resproj::io_error &e) {
+    sequential = e.what();
+  }
+  EXPECT_NE(sequential.find("time block 0.delayed_events"), std::string::npos)
+      << sequential;
+  EXPECT_NE(sequential.find("detection bin 127"), std::string::npos) << sequential;
+  resproj::thread_pool pool;
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    pe::parallel_read_options o;
+    o.threads = 3;
+    o.pool = &pool;
+    std::string parallel;
+    try {
+      (void)pe::read_file_parallel(path, o);
+    } catch (const resproj::io_error &e) {
+      parallel = e.what();
+    }
+    EXPECT_EQ(parallel, sequential) << repeat;
+  }
+}
+
 TEST(Petsird, EventsAndTablePlugIntoTheProjectors) {
   const written_file f(50);
   const pe::file_contents c = pe::read_file(f.path);
@@ -481,4 +524,62 @@ TEST(Petsird, SkippingVarintsLandsWhereDecodingThem) {
   pe::binary_input past(bytes.data(), bytes.size(), "mem", 0);
   expect_io_error([&] { past.skip_varints(ends.size() + 1, "field"); },
                   {"field", "truncated"});
+}
+
+TEST(Petsird, SkippingABadVarintFailsAsDecodingIt) {
+  // A varint whose tenth byte is above 1, preceded by valid varints of
+  // every length (so that the word-wise scan meets it at every alignment),
+  // and a list that ends early: skipping fails with the very message of
+  // decoding, at the offset of the bad varint.
+  for (std::size_t lead = 0; lead < 24; ++lead) {
+    for (const unsigned tenth : {2u, 0x7fu, 0x80u, 0xffu}) {
+      std::vector<unsigned char> bytes;
+      for (std::size_t i = 0; i < lead; ++i) {
+        for (std::size_t b = 0; b < i % 10; ++b)
+          bytes.push_back(0x81u);
+        bytes.push_back(i % 10 == 9 ? 1u : 0x05u);
+      }
+      for (int b = 0; b < 9; ++b)
+        bytes.push_back(0xffu);
+      bytes.push_back(static_cast<unsigned char>(tenth));
+      for (int b = 0; b < 40; ++b) // valid varints after it
+        bytes.push_back(0x01u);
+      const auto message = [&](auto &&run) {
+        try {
+          run();
+        } catch (const resproj::io_error &e) {
+          return std::string(e.what());
+        }
+        return std::string("no error");
+      };
+      const std::size_t n = lead + 20;
+      pe::binary_input skip(bytes.data(), bytes.size(), "mem", 100);
+      pe::binary_input decode(bytes.data(), bytes.size(), "mem", 100);
+      const std::string skipped = message([&] { skip.skip_varints(n, "field"); });
+      const std::string decoded = message([&] {
+        for (std::size_t i = 0; i < n; ++i)
+          (void)decode.uvarint("field");
+      });
+      EXPECT_EQ(skipped, decoded) << lead << " " << tenth;
+      EXPECT_NE(decoded.find("does not fit 64 bits"), std::string::npos) << decoded;
+    }
+  }
+  std::vector<unsigned char> shortlist(30, 0x01u);
+  shortlist.push_back(0x81u); // a varint cut off by the end
+  pe::binary_input skip(shortlist.data(), shortlist.size(), "mem", 0);
+  pe::binary_input decode(shortlist.data(), shortlist.size(), "mem", 0);
+  std::string skipped, decoded;
+  try {
+    skip.skip_varints(31, "field");
+  } catch (const resproj::io_error &e) {
+    skipped = e.what();
+  }
+  try {
+    for (int i = 0; i < 31; ++i)
+      (void)decode.uvarint("field");
+  } catch (const resproj::io_error &e) {
+    decoded = e.what();
+  }
+  EXPECT_EQ(skipped, decoded);
+  EXPECT_NE(decoded.find("truncated"), std::string::npos) << decoded;
 }

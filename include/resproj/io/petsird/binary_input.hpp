@@ -197,40 +197,92 @@ public:
     return b == 1;
   }
 
-  /// Skips `n` varints without decoding them (a memory input scans its
-  /// bytes for the ends of varints; a file input decodes them).
+  /// Skips `n` varints without decoding them, with the checks and messages
+  /// of `uvarint` (a memory input scans its bytes for the ends of varints;
+  /// a file input decodes them).
   void skip_varints(std::uint64_t n, const std::string &what) {
     if (memory_ == nullptr) {
       for (std::uint64_t i = 0; i < n; ++i)
         (void)uvarint(what);
       return;
     }
+    constexpr std::uint64_t high_bits = 0x8080808080808080u;
     std::size_t p = pos_;
     std::uint64_t left = n;
-    // Eight bytes at a time while more varints end after them than in them:
-    // a varint ends at each byte below 0x80.
+    unsigned run = 0; // continuation bytes of the varint being scanned
+    // Eight bytes at a time while more varints end after them than in them
+    // and none of them is long enough to need the byte-wise check (a varint
+    // ends at each byte below 0x80; its tenth byte must be 0 or 1).
     while (left > 8 && end_ - p >= 8) {
-      std::uint64_t w;
-      std::memcpy(&w, memory_ + p, 8);
-      const std::uint64_t ends =
-          std::bitset<64>(~w & std::uint64_t(0x8080808080808080u)).count();
-      if (ends >= left)
+      const std::uint64_t ends = ~load_le64(memory_ + p) & high_bits;
+      if (ends == 0) {
+        if (run + 8 >= 9)
+          break;
+        run += 8;
+        p += 8;
+        continue;
+      }
+      const unsigned first = unsigned(ctz64(ends)) / 8;
+      const std::uint64_t count = std::bitset<64>(ends).count();
+      if (count >= left || run + first >= 9)
         break;
-      left -= ends;
+      left -= count;
+      run = 7 - unsigned(63 - clz64(ends)) / 8;
       p += 8;
     }
     for (; left > 0; ++p) {
-      if (p == end_)
-        fail(what, "truncated: " + std::to_string(n) +
-                       " varints expected (the input "
-                       "ends at offset " +
-                       std::to_string(origin_ + size_) + ")");
-      left -= memory_[p] < 0x80u ? 1u : 0u;
+      if (p == end_) {
+        pos_ = p;
+        need(what, 1);
+      }
+      const unsigned char b = memory_[p];
+      if (run == 9 && b > 1)
+        fail(what, "varint does not fit 64 bits", origin_ + p - run);
+      if (b < 0x80u) {
+        --left;
+        run = 0;
+      } else {
+        ++run;
+      }
     }
     pos_ = p;
   }
 
 private:
+  /// Eight bytes as a little-endian integer (byte i in bits 8i..8i+7).
+  static std::uint64_t load_le64(const unsigned char *b) noexcept {
+    std::uint64_t w;
+    std::memcpy(&w, b, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+  }
+  /// Index of the lowest / highest set bit of `v` (v != 0).
+  static int ctz64(std::uint64_t v) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(v);
+#else
+    int i = 0;
+    while ((v & 1u) == 0) {
+      v >>= 1;
+      ++i;
+    }
+    return i;
+#endif
+  }
+  static int clz64(std::uint64_t v) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_clzll(v);
+#else
+    int i = 0;
+    while ((v & (std::uint64_t(1) << 63)) == 0) {
+      v <<= 1;
+      ++i;
+    }
+    return i;
+#endif
+  }
   std::uint64_t position() const noexcept { return base_ + pos_; }
   const unsigned char *data() const noexcept {
     return memory_ != nullptr ? memory_ : buffer_.data();
