@@ -158,28 +158,28 @@ petsird::header read_parallel(const std::string &path, const parallel_read_optio
     // the first one in file order, whichever worker met an error first.
     std::vector<std::exception_ptr> errors(w.blocks.size());
     std::atomic<std::size_t> first_bad{w.blocks.size()};
-    run_parallel_tasks(
-        w.blocks.size(), unsigned(std::min<std::size_t>(threads, w.blocks.size())),
-        o.pool, [&](unsigned, std::uint64_t t64, const std::atomic<bool> &) {
-          const std::size_t t = std::size_t(t64);
-          if (t > first_bad.load(std::memory_order_relaxed))
-            return; // a block before it is already bad
-          const auto &b = w.blocks[t];
-          binary_input in(window.data() + b.first, b.second - b.first, path,
-                          pos + b.first);
-          try {
-            event_decoder d(in, h.scanner, model.get());
-            d.decode_block(block_index + t, decoded[t]);
-            if (in.remaining() != 0)
-              in.fail("time block " + std::to_string(block_index + t),
-                      "ends before its scanned length");
-          } catch (const io_error &) {
-            errors[t] = std::current_exception();
-            std::size_t seen = first_bad.load(std::memory_order_relaxed);
-            while (t < seen && !first_bad.compare_exchange_weak(seen, t))
-              ;
-          }
-        });
+    run_parallel_tasks(w.blocks.size(),
+                       unsigned(std::min<std::size_t>(threads, w.blocks.size())), o.pool,
+                       [&](unsigned, std::uint64_t t64, const std::atomic<bool> &) {
+                         const std::size_t t = std::size_t(t64);
+                         if (t > first_bad.load(std::memory_order_relaxed))
+                           return; // a block before it is already bad
+                         const auto &b = w.blocks[t];
+                         binary_input in(window.data() + b.first, b.second - b.first,
+                                         path, pos + b.first);
+                         try {
+                           event_decoder d(in, h.scanner, model.get());
+                           d.decode_block(block_index + t, decoded[t]);
+                           if (in.remaining() != 0)
+                             in.fail("time block " + std::to_string(block_index + t),
+                                     "ends before its scanned length");
+                         } catch (const io_error &) {
+                           errors[t] = std::current_exception();
+                           std::size_t seen = first_bad.load(std::memory_order_relaxed);
+                           while (t < seen && !first_bad.compare_exchange_weak(seen, t))
+                             ;
+                         }
+                       });
     if (first_bad.load() < w.blocks.size())
       std::rethrow_exception(errors[first_bad.load()]);
     out.clear();
