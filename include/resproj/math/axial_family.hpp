@@ -1,0 +1,173 @@
+/// @file
+/// @brief Axial LOR families (docs/all-lor-sensitivity.md): the LORs
+/// (c1, r1 + k) - (c2, r2 + k), k = 0 .. K-1, of a scanner whose ring
+/// spacing equals the voxel size along its axis are translates of each
+/// other by k voxels. Their non-TOF back projection with attenuation
+/// weights is one footprint added at the shifts where the weight changes
+/// to a difference image, which a prefix sum along the axis turns into the
+/// image. The one implementation of the per-family numbers, for every
+/// backend. Standard library only.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "resproj/core/config.hpp"
+#include "resproj/math/fp.hpp"
+#include "resproj/math/joseph.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace math {
+
+/// What the family walk needs, all views (nothing owned), on `gp`: the
+/// image grid with `pad` extra slices on both sides along the scanner axis
+/// `ax`, so that the translates of a footprint and the taps that the image
+/// grid leaves out at its ends stay in the grid.
+/// - `mu`: attenuation image on `gp` (zero in the padding), or null (no
+///   attenuation: every weight is 1).
+/// - `support[col]`: nonzero where the column of voxels along `ax`
+///   through `col` holds a nonzero `mu` (col: `column_of`).
+/// - `run_first[j]`, `run_last[j]`: the first and last slice (index along
+///   `ax` in `gp`) of the run of bitwise identical `mu` slices holding j.
+template <class T> struct family_grid {
+  image_grid<T> gp;
+  int ax = 2;
+  int pad = 2;
+  const T *mu = nullptr;
+  const unsigned char *support = nullptr;
+  const std::int32_t *run_first = nullptr;
+  const std::int32_t *run_last = nullptr;
+
+  /// Slice index along `ax` of voxel `offset`.
+  RESPROJ_HD std::int64_t slice_of(std::int64_t offset) const noexcept {
+    return (offset / gp.stride[ax]) % gp.shape[ax];
+  }
+  /// Column index of voxel `offset` (its index with the coordinate along
+  /// `ax` removed: 0 .. num_voxels / shape[ax] - 1).
+  RESPROJ_HD std::int64_t column_of(std::int64_t offset) const noexcept {
+    const std::int64_t s = gp.stride[ax];
+    return (offset / (s * gp.shape[ax])) * s + offset % s;
+  }
+};
+
+/// Attenuation line integral of a ray of `f.gp` and the slice range
+/// [`lo`, `hi`] of its taps (nonzero weight) in columns of nonzero `mu`;
+/// `lo > hi` when it has none.
+template <class T> struct attenuation_sample {
+  T integral = 0;
+  std::int64_t lo = 1, hi = 0;
+};
+
+/// Joseph forward projection of `f.mu` along `r` (a ray of `f.gp`), with
+/// the slice range of its taps in the support of `mu`.
+template <class T>
+RESPROJ_HD attenuation_sample<T> attenuation_walk(const family_grid<T> &f,
+                                                  const joseph_ray<T> &r) noexcept {
+  attenuation_sample<T> a;
+  T acc = 0;
+  for (std::int64_t p = r.first_plane; p <= r.last_plane; ++p) {
+    const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);
+    for (int i = 0; i < 4; ++i) {
+      if (s.weight[i] == T(0))
+        continue;
+      acc += s.weight[i] * f.mu[s.offset[i]];
+      if (f.support[f.column_of(s.offset[i])] != 0) {
+        const std::int64_t z = f.slice_of(s.offset[i]);
+        if (a.lo > a.hi) {
+          a.lo = a.hi = z;
+        } else {
+          a.lo = z < a.lo ? z : a.lo;
+          a.hi = z > a.hi ? z : a.hi;
+        }
+      }
+    }
+  }
+  a.integral = acc * r.step;
+  return a;
+}
+
+/// Adds `amount` times the footprint of `r` (a ray of `f.gp`), shifted by
+/// `shift` voxels along `f.ax`, to the difference image `diff` (on `f.gp`)
+/// through `add(Acc* voxel, Acc value)`.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class T, class Acc, class Add>
+RESPROJ_HD void scatter_shifted(const family_grid<T> &f, const joseph_ray<T> &r,
+                                std::int64_t shift, Acc amount, Acc *diff,
+                                Add &&add) noexcept {
+  const std::int64_t delta = shift * f.gp.stride[f.ax];
+  const Acc v = amount * Acc(r.step);
+  for (std::int64_t p = r.first_plane; p <= r.last_plane; ++p) {
+    const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);
+    for (int i = 0; i < 4; ++i)
+      if (s.weight[i] != T(0))
+        add(diff + s.offset[i] + delta, v * Acc(s.weight[i]));
+  }
+}
+
+/// Work done for one family (for the statistics).
+struct family_work {
+  std::uint64_t attenuation_walks = 0; ///< forward walks through `mu`
+  std::uint64_t scatter_walks = 0;     ///< footprints added to the difference image
+};
+
+/// Back projects the family of `K` LORs `(a(k), b(k))`, k = 0 .. K-1, each
+/// weighted by `exp(-attenuation)` (1 without `mu`), into the difference
+/// image `diff` on `f.gp`. `end(k, a, b)` fills the end points (T[3]) of
+/// member k, which must be the translate of member 0 by k voxels along
+/// `f.ax`, inside the unpadded image box along `f.ax` (so that no member
+/// is clipped along the axis). The footprint is walked at
+/// the middle member; members whose attenuation taps stay in one run of
+/// identical `mu` slices share its weight, the others get their own
+/// forward walk. Exact up to the rounding of the members' coordinates.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class T, class Acc, class End, class Add>
+RESPROJ_HD family_work back_project_family(const family_grid<T> &f, int K, End &&end,
+                                           Acc *diff, Add &&add) noexcept {
+  family_work work;
+  const int kr = K / 2;
+  T a[3], b[3];
+  end(kr, a, b);
+  const joseph_ray<T> rp = make_joseph_ray(f.gp, a, b);
+  if (rp.empty())
+    return work; // its translates miss the box as well
+  // Members [lo, hi] share the middle member's weight.
+  int lo = 0, hi = K - 1;
+  Acc shared = 1;
+  if (f.mu != nullptr) {
+    const attenuation_sample<T> s = attenuation_walk(f, rp);
+    ++work.attenuation_walks;
+    shared = Acc(exp(-double(s.integral)));
+    if (s.lo <= s.hi) {
+      const std::int64_t first = f.run_first[s.lo], last = f.run_last[s.lo];
+      if (last >= s.hi) {
+        const std::int64_t down = s.lo - first, up = last - s.hi;
+        lo = int(kr - down > 0 ? kr - down : 0);
+        hi = int(kr + up < K - 1 ? kr + up : K - 1);
+      } else {
+        lo = hi = kr;
+      }
+    }
+  }
+  // The weight as a step function of k: one footprint where it changes.
+  Acc previous = 0;
+  for (int k = 0; k <= K; ++k) {
+    Acc w = 0;
+    if (k < K && k >= lo && k <= hi) {
+      w = shared;
+    } else if (k < K) {
+      end(k, a, b);
+      const attenuation_sample<T> s = attenuation_walk(f, make_joseph_ray(f.gp, a, b));
+      ++work.attenuation_walks;
+      w = Acc(exp(-double(s.integral)));
+    }
+    if (w != previous) {
+      scatter_shifted(f, rp, std::int64_t(k - kr), w - previous, diff, add);
+      ++work.scatter_walks;
+    }
+    previous = w;
+  }
+  return work;
+}
+
+} // namespace math
+RESPROJ_NAMESPACE_END
