@@ -9,7 +9,9 @@
 // elliptic water cylinder covering 80% of the image's axial length). Then
 // "tb_walks": for the full tb scanner and the tb-lm-osem water cylinder,
 // the walks the method takes per LOR, counted on every 2000th transaxial
-// crystal pair (the counters; the time is that of the sample).
+// crystal pair without the mirror flips (the counters; the time is that of
+// the sample), and the number of flips the call would use (each halves
+// the walks).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -77,6 +79,7 @@ template <bool Brute> void all_lor_tb10(benchmark::State &state) {
   if (!Brute) {
     state.counters["walks_per_lor"] =
         double(st.attenuation_walks + st.scatter_walks) / double(st.lors);
+    state.counters["mirror_flips"] = st.mirror_flips;
   }
 }
 
@@ -96,6 +99,9 @@ void tb_walks(benchmark::State &state) {
   f.run_last = p.run_last.data();
   const std::vector<float> centres = s.detector_centres();
   const std::vector<int> run = rc::detail::ring_runs(s.ring_z(), pitch);
+  const int flips = rc::detail::find_mirror_symmetry(
+                        s, g, p.gp, span<const float>(mu.data(), mu.size()), centres)
+                        .num_flips();
   std::vector<double> diff(std::size_t(p.gp.num_voxels()), 0.0);
   const int nc = s.crystals_per_ring(), nr = s.num_rings();
   std::uint64_t lors = 0, families = 0, crossing = 0, attenuation = 0, scatter = 0;
@@ -128,6 +134,7 @@ void tb_walks(benchmark::State &state) {
       }
   }
   state.counters["lors"] = double(lors);
+  state.counters["mirror_flips"] = flips;
   state.counters["families"] = double(families);
   state.counters["crossing_fraction"] = double(crossing) / double(lors);
   state.counters["attenuation_walks_per_crossing_lor"] =

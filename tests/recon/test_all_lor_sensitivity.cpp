@@ -79,19 +79,58 @@ void expect_close(const std::vector<float> &got, const std::vector<float> &want)
 } // namespace
 
 TEST(AllLorSensitivity, WithoutAttenuationEqualsBruteForce) {
+  // An image shifted off the centre: no mirror flip applies.
   const auto s = small_tb();
-  const auto g = small_image();
+  const auto c = small_image();
+  const image_geometry g(c.shape(), c.voxel_size(),
+                         {c.origin()[0] + 0.9, c.origin()[1] - 0.4, c.origin()[2] + 0.7});
   rc::all_lor_sensitivity_stats st;
   const auto got = rc::all_lor_sensitivity(s, g, {}, 2, &st);
   expect_close(got, rc::all_lor_sensitivity_brute_force(s, g, {}, 2));
   // 48 crystals: 1128 transaxial pairs; 18 x 18 ring pairs in 3 x 3 unit
   // pairs of 11 families each; one footprint added twice per family that
   // crosses the image.
+  EXPECT_EQ(st.mirror_flips, 0);
   EXPECT_EQ(st.lors, 1128u * 18u * 18u);
   EXPECT_EQ(st.families, 1128u * 9u * 11u);
   EXPECT_EQ(st.attenuation_walks, 0u);
   EXPECT_LE(st.scatter_walks, 2 * st.families);
   EXPECT_GT(st.scatter_walks, st.families);
+}
+
+TEST(AllLorSensitivity, MirrorFlipsOfACentredImageEqualBruteForce) {
+  // The 12-gon, the centred grid and 4 centred units of 5 rings are
+  // symmetric under the three flips, and no ring lies on a plane: about an
+  // eighth of the 1128 x 16 x 9 families is walked.
+  const auto s = small_tb(4, 5);
+  const auto g = image_geometry::centred({12, 12, 24}, {pitch, pitch, pitch});
+  rc::all_lor_sensitivity_stats st;
+  expect_close(rc::all_lor_sensitivity(s, g, {}, 2, &st),
+               rc::all_lor_sensitivity_brute_force(s, g, {}, 2));
+  EXPECT_EQ(st.mirror_flips, 3);
+  EXPECT_LT(st.families, 1128u * 16u * 9u / 6u);
+  EXPECT_GT(st.families, 1128u * 16u * 9u / 8u);
+  // A mu-map that is not symmetric along x keeps the other two flips.
+  auto mu = cylinder(g, 20.0, 0.05f);
+  mu[std::size_t((2 * 12 + 6) * 24 + 12)] = 0.2f; // x index 2 of 12, y 6, z 12
+  const span<const float> m(mu.data(), mu.size());
+  expect_close(rc::all_lor_sensitivity(s, g, m, 2, &st),
+               rc::all_lor_sensitivity_brute_force(s, g, m, 2));
+  EXPECT_EQ(st.mirror_flips, 0); // every axis: x 2 -> 9, y 6 -> 5, z 12 -> 11
+}
+
+TEST(AllLorSensitivity, ADetectorOnAPlaneTurnsItsFlipOff) {
+  // 3 units of 6 rings: the middle unit's rings lie on the planes of 22
+  // slices, where mirrored LORs sample different planes; the transaxial
+  // flips stay.
+  const auto s = small_tb();
+  const auto g = small_image();
+  const auto mu = cylinder(g, 20.0, 0.05f);
+  const span<const float> m(mu.data(), mu.size());
+  rc::all_lor_sensitivity_stats st;
+  expect_close(rc::all_lor_sensitivity(s, g, m, 2, &st),
+               rc::all_lor_sensitivity_brute_force(s, g, m, 2));
+  EXPECT_EQ(st.mirror_flips, 2);
 }
 
 TEST(AllLorSensitivity, WaterCylinderShorterThanTheScannerEqualsBruteForce) {
@@ -131,7 +170,9 @@ TEST(AllLorSensitivity, AttenuationDifferentInEverySliceEqualsBruteForce) {
 
 TEST(AllLorSensitivity, RingPitchOtherThanTheVoxelGivesSingleLorFamilies) {
   const auto s = small_tb(1, 16, 0.0, 2.5);
-  const auto g = small_image();
+  const auto c = small_image(); // off centre: no flips
+  const image_geometry g(c.shape(), c.voxel_size(),
+                         {c.origin()[0] + 0.9, c.origin()[1] - 0.4, c.origin()[2] + 0.7});
   const auto mu = cylinder(g, 20.0, 0.05f);
   const span<const float> m(mu.data(), mu.size());
   rc::all_lor_sensitivity_stats st;

@@ -26,6 +26,7 @@
 #include "resproj/core/thread_pool.hpp"
 #include "resproj/math/axial_family.hpp"
 #include "resproj/math/joseph.hpp"
+#include "resproj/recon/detail/mirror_symmetry.hpp"
 #include "resproj/scanner/polygon_scanner.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -34,7 +35,8 @@ namespace recon {
 /// What an all-LOR sensitivity computation walked.
 struct all_lor_sensitivity_stats {
   std::uint64_t lors = 0;              ///< LORs summed over (missing ones included)
-  std::uint64_t families = 0;          ///< axial families (1 LOR each: brute force)
+  std::uint64_t families = 0;          ///< axial families walked
+  int mirror_flips = 0;                ///< image axes whose mirror flip was used
   std::uint64_t attenuation_walks = 0; ///< forward walks through mu
   std::uint64_t scatter_walks = 0;     ///< footprints added
 };
@@ -88,8 +90,9 @@ inline padded_attenuation pad_attenuation(const image_geometry &g, int ax, int p
   if (mu.empty())
     return p;
   p.mu.assign(std::size_t(p.gp.num_voxels()), 0.f);
-  for_each_voxel_padded(g, ax, pad,
-                        [&](std::int64_t o, std::int64_t op) { p.mu[op] = mu[o]; });
+  for_each_voxel_padded(g, ax, pad, [&](std::int64_t o, std::int64_t op) {
+    p.mu[std::size_t(op)] = mu[std::size_t(o)];
+  });
   const auto grid = math::image_grid<float>::from(p.gp);
   math::family_grid<float> f;
   f.gp = grid;
@@ -101,8 +104,9 @@ inline padded_attenuation pad_attenuation(const image_geometry &g, int ax, int p
   for (auto &s : slice)
     s.reserve(p.support.size());
   for (std::int64_t o = 0; o < p.gp.num_voxels(); ++o) {
-    slice[std::size_t(f.slice_of(o))].push_back(p.mu[o]); // column order per slice
-    if (p.mu[o] != 0.f)
+    slice[std::size_t(f.slice_of(o))].push_back(
+        p.mu[std::size_t(o)]); // column order per slice
+    if (p.mu[std::size_t(o)] != 0.f)
       p.support[std::size_t(f.column_of(o))] = 1;
   }
   p.run_first.assign(std::size_t(slices), 0);
@@ -180,6 +184,10 @@ std::vector<double> over_crystals(int crystals, unsigned threads, std::int64_t v
 /// axial families; one footprint per family is added at the members where
 /// the attenuation weight changes to a difference image in double, and a
 /// prefix sum along the axis gives the image (docs/all-lor-sensitivity.md).
+/// Mirror flips of image axes that map the crystals, the rings, the
+/// (centred) grid and `mu` (bitwise) onto themselves, with no detector
+/// exactly on a plane along the axis, are used: only one family of each
+/// orbit is walked, and flipped copies of the image add the others.
 /// Equal to `all_lor_sensitivity_brute_force` up to rounding (float
 /// coordinates of the translated members; double accumulation).
 /// Host memory: one double image (padded by 2 slices at both ends along the
@@ -212,6 +220,8 @@ all_lor_sensitivity(const scanner::polygon_scanner &s, const image_geometry &g,
     f.run_last = p.run_last.data();
   }
   const std::vector<float> centres = s.detector_centres();
+  const detail::mirror_symmetry sym =
+      detail::find_mirror_symmetry(s, g, p.gp, mu, centres);
   const std::vector<int> run =
       detail::ring_runs(s.ring_z(), g.voxel_size()[std::size_t(ax)]);
   const int nc = s.crystals_per_ring(), nr = s.num_rings();
@@ -220,7 +230,19 @@ all_lor_sensitivity(const scanner::polygon_scanner &s, const image_geometry &g,
   std::vector<double> diff = detail::over_crystals(
       nc, threads, p.gp.num_voxels(), [&](unsigned w, int c1, double *image) {
         all_lor_sensitivity_stats &st = worker_stats[w];
-        for (int c2 = c1 + 1; c2 < nc; ++c2)
+        for (int c2 = c1 + 1; c2 < nc; ++c2) {
+          // Only the smallest pair of its orbit under the transaxial flips,
+          // weighted by 1 / (flips that keep it).
+          int keep = 0;
+          bool smallest = true;
+          for (const std::vector<int> &m : sym.crystal_maps) {
+            const int a = std::min(m[std::size_t(c1)], m[std::size_t(c2)]);
+            const int b = std::max(m[std::size_t(c1)], m[std::size_t(c2)]);
+            smallest = smallest && (a > c1 || (a == c1 && b >= c2));
+            keep += a == c1 && b == c2 ? 1 : 0;
+          }
+          if (!smallest)
+            continue;
           for (int r1 = 0; r1 < nr; ++r1)
             for (int r2 = 0; r2 < nr; ++r2) {
               // (r1, r2) starts a family unless (r1 - 1, r2 - 1) precedes it.
@@ -228,42 +250,61 @@ all_lor_sensitivity(const scanner::polygon_scanner &s, const image_geometry &g,
                   run[std::size_t(r2 - 1)] > 1)
                 continue;
               const int K = std::min(run[std::size_t(r1)], run[std::size_t(r2)]);
+              double scale = 1.0 / double(keep);
+              if (sym.axial) {
+                // The axial flip maps the family to the one starting at the
+                // mirrors of its last rings: only the smaller one is summed
+                // (half of a family that is its own mirror).
+                const int m1 = nr - r1 - K, m2 = nr - r2 - K;
+                if (m1 < r1 || (m1 == r1 && m2 < r2))
+                  continue;
+                if (m1 == r1 && m2 == r2)
+                  scale *= 0.5;
+              }
               const auto end = [&](int k, float *a, float *b) {
-                const float *pa = &centres[3 * (std::size_t(r1 + k) * nc + c1)];
-                const float *pb = &centres[3 * (std::size_t(r2 + k) * nc + c2)];
+                const float *pa = &centres[3 * (std::size_t(r1 + k) * std::size_t(nc) +
+                                                std::size_t(c1))];
+                const float *pb = &centres[3 * (std::size_t(r2 + k) * std::size_t(nc) +
+                                                std::size_t(c2))];
                 for (int i = 0; i < 3; ++i) {
                   a[i] = pa[i];
                   b[i] = pb[i];
                 }
               };
               const math::family_work wk = math::back_project_family<float, double>(
-                  f, K, end, image, [](double *v, double x) { *v += x; });
+                  f, K, end, image, [scale](double *v, double x) { *v += scale * x; });
               ++st.families;
-              st.lors += std::uint64_t(K);
               st.attenuation_walks += wk.attenuation_walks;
               st.scatter_walks += wk.scatter_walks;
             }
+        }
       });
   // Prefix sums along the axis turn the difference image into the image.
-  const std::int64_t stride = f.gp.stride[ax], slices = f.gp.shape[ax];
+  const std::int64_t stride = f.gp.stride[ax];
   for (std::int64_t o = 0; o < p.gp.num_voxels(); ++o)
     if (f.slice_of(o) > 0)
       diff[std::size_t(o)] += diff[std::size_t(o - stride)];
-  (void)slices;
-  std::vector<float> out(std::size_t(g.num_voxels()));
+  std::vector<double> image(std::size_t(g.num_voxels()));
   detail::for_each_voxel_padded(g, ax, pad, [&](std::int64_t o, std::int64_t op) {
-    out[std::size_t(o)] = float(diff[std::size_t(op)]);
+    image[std::size_t(o)] = diff[std::size_t(op)];
   });
+  diff = std::vector<double>();
+  // The flipped copies give the LORs that were left out.
+  for (int k = 0; k < 3; ++k)
+    if (sym.flip[k])
+      detail::add_mirror_image(image, g, k);
   if (stats != nullptr) {
     *stats = {};
+    stats->lors = std::uint64_t(nc) * std::uint64_t(nc - 1) / 2 * std::uint64_t(nr) *
+                  std::uint64_t(nr);
+    stats->mirror_flips = sym.num_flips();
     for (const auto &st : worker_stats) {
-      stats->lors += st.lors;
       stats->families += st.families;
       stats->attenuation_walks += st.attenuation_walks;
       stats->scatter_walks += st.scatter_walks;
     }
   }
-  return out;
+  return std::vector<float>(image.begin(), image.end());
 }
 
 /// `all_lor_sensitivity` computed LOR by LOR: every LOR's attenuation
@@ -283,8 +324,10 @@ all_lor_sensitivity_brute_force(const scanner::polygon_scanner &s,
         for (int c2 = c1 + 1; c2 < nc; ++c2)
           for (int r1 = 0; r1 < nr; ++r1)
             for (int r2 = 0; r2 < nr; ++r2) {
-              const float *a = &centres[3 * (std::size_t(r1) * nc + c1)];
-              const float *b = &centres[3 * (std::size_t(r2) * nc + c2)];
+              const float *a =
+                  &centres[3 * (std::size_t(r1) * std::size_t(nc) + std::size_t(c1))];
+              const float *b =
+                  &centres[3 * (std::size_t(r2) * std::size_t(nc) + std::size_t(c2))];
               const math::joseph_ray<float> r = math::make_joseph_ray(grid, a, b);
               if (r.empty())
                 continue;
