@@ -8,7 +8,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bitset>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -122,8 +121,64 @@ public:
     // (u >> 1) ^ -(u & 1) without signed overflow.
     return (u & 1u) ? -std::int64_t(mag) - 1 : std::int64_t(mag);
   }
+  /// Decodes a uint32 varint of at most five bytes at `p` (at least five
+  /// readable) and moves `p` past it; false, with `p` unchanged, for
+  /// anything else (longer encodings, values past 32 bits), which `u32`
+  /// decodes with its checks.
+  static bool quick_u32(const unsigned char *&p, std::uint32_t &v) noexcept {
+    std::uint32_t x = p[0];
+    if (p[0] < 0x80u) {
+      p += 1;
+      v = x;
+      return true;
+    }
+    x = (x & 0x7fu) | (std::uint32_t(p[1] & 0x7fu) << 7);
+    if (p[1] < 0x80u) {
+      p += 2;
+      v = x;
+      return true;
+    }
+    x |= std::uint32_t(p[2] & 0x7fu) << 14;
+    if (p[2] < 0x80u) {
+      p += 3;
+      v = x;
+      return true;
+    }
+    x |= std::uint32_t(p[3] & 0x7fu) << 21;
+    if (p[3] < 0x80u) {
+      p += 4;
+      v = x;
+      return true;
+    }
+    if (p[4] >= 0x10u)
+      return false;
+    v = x | (std::uint32_t(p[4]) << 28);
+    p += 5;
+    return true;
+  }
   /// A uint32 (varint in range).
   std::uint32_t u32(const std::string &what) {
+    if (end_ - pos_ >= 5) {
+      const unsigned char *const start = data() + pos_;
+      const unsigned char *p = start;
+      std::uint32_t v;
+      if (quick_u32(p, v)) {
+        pos_ += std::size_t(p - start);
+        return v;
+      }
+    }
+    return u32_checked(what);
+  }
+  /// The bytes in view from the read position: `n` of them (a file input
+  /// shows what its buffer holds).
+  const unsigned char *view(std::size_t &n) const noexcept {
+    n = end_ - pos_;
+    return data() + pos_;
+  }
+  /// Moves the read position `k` bytes on (`k` at most the view's size).
+  void advance(std::size_t k) noexcept { pos_ += k; }
+  /// `u32` decoded through `uvarint`, with its checks and messages.
+  std::uint32_t u32_checked(const std::string &what) {
     const std::uint64_t at = offset();
     const std::uint64_t v = uvarint(what);
     if (v > std::numeric_limits<std::uint32_t>::max())
@@ -223,7 +278,8 @@ public:
         continue;
       }
       const unsigned first = unsigned(ctz64(ends)) / 8;
-      const std::uint64_t count = std::bitset<64>(ends).count();
+      // One bit per byte: the multiply sums the bytes into the top one.
+      const std::uint64_t count = ((ends >> 7) * 0x0101010101010101u) >> 56;
       if (count >= left || run + first >= 9)
         break;
       left -= count;

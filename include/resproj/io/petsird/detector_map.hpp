@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "resproj/core/config.hpp"
@@ -86,6 +87,16 @@ public:
   /// Detector index of detection bin `bin` of type `t` (unchecked).
   std::int32_t detector_of_bin(std::size_t t, std::uint64_t bin) const noexcept {
     return std::int32_t(first_[t] + bin / num_energy_bins_[t]);
+  }
+  /// Detector index and energy bin of detection bin `bin` (< 2^32) of type
+  /// `t` (unchecked): one 32-bit division, none with one energy bin.
+  std::pair<std::int32_t, std::uint16_t> split_bin(std::size_t t,
+                                                   std::uint32_t bin) const noexcept {
+    const std::uint32_t ne = std::uint32_t(num_energy_bins_[t]);
+    if (ne == 1)
+      return {std::int32_t(first_[t] + bin), std::uint16_t(0)};
+    const std::uint32_t element = bin / ne;
+    return {std::int32_t(first_[t] + element), std::uint16_t(bin - element * ne)};
   }
   /// The module type of detector `d` (unchecked: 0 <= d < num_detectors()).
   std::size_t type_of(std::int32_t d) const noexcept {

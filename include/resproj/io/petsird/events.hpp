@@ -263,10 +263,30 @@ private:
     const std::uint64_t na = map_.num_detection_bins(ta),
                         nb = map_.num_detection_bins(tb);
     const std::size_t ntof = s_->num_tof_bins(ta, tb);
-    const std::uint64_t ea = map_.num_energy_bins(ta), eb = map_.num_energy_bins(tb);
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::uint64_t at = in_->offset();
-      const std::uint32_t ba = in_->u32(what), bb = in_->u32(what), tof = in_->u32(what);
+    // The arrays get room for the whole list (its size was checked against
+    // the bytes left) and keep the events decoded, also when one fails.
+    const std::size_t e0 = a.tof_bins.size();
+    struct keep_decoded {
+      coincidence_arrays &a;
+      bool efficiency;
+      std::size_t events;
+      void resize(std::size_t e) {
+        a.pairs.resize(2 * e);
+        a.tof_bins.resize(e);
+        a.energy_bins.resize(2 * e);
+        if (efficiency)
+          a.efficiency.resize(e);
+      }
+      ~keep_decoded() { resize(events); }
+    } kept{a, model_ != nullptr, e0};
+    kept.resize(e0 + n);
+    std::int32_t *const pairs = a.pairs.data() + 2 * e0;
+    std::int16_t *const tof_bins = a.tof_bins.data() + e0;
+    std::uint16_t *const energy_bins = a.energy_bins.data() + 2 * e0;
+    float *const efficiency = model_ != nullptr ? a.efficiency.data() + e0 : nullptr;
+    // The error of an event that starts at offset `at`.
+    const auto reject = [&](std::uint32_t ba, std::uint32_t bb, std::uint32_t tof,
+                            std::uint64_t at) {
       if (ba >= na || bb >= nb)
         in_->fail(what,
                   "detection bin " + std::to_string(ba >= na ? ba : bb) +
@@ -274,20 +294,55 @@ private:
                       " detection bins of module type " +
                       std::to_string(ba >= na ? ta : tb),
                   at);
-      if (ntof == 0 ? tof != 0 : (tof >= ntof || tof > 32767))
-        in_->fail(what,
-                  "TOF index " + std::to_string(tof) + " is past the " +
-                      std::to_string(ntof == 0 ? 1 : ntof) +
-                      " TOF bins of the module-type pair" +
-                      (tof > 32767 ? " (at most 32767 are supported)" : ""),
-                  at);
-      a.pairs.push_back(map_.detector_of_bin(ta, ba));
-      a.pairs.push_back(map_.detector_of_bin(tb, bb));
-      a.tof_bins.push_back(std::int16_t(tof));
-      a.energy_bins.push_back(std::uint16_t(ba % ea));
-      a.energy_bins.push_back(std::uint16_t(bb % eb));
-      if (model_ != nullptr)
-        a.efficiency.push_back(model_->factor(ta, ba, tb, bb));
+      in_->fail(what,
+                "TOF index " + std::to_string(tof) + " is past the " +
+                    std::to_string(ntof == 0 ? 1 : ntof) +
+                    " TOF bins of the module-type pair" +
+                    (tof > 32767 ? " (at most 32767 are supported)" : ""),
+                at);
+    };
+    // TOF indices below `tof_end` are valid (0 only without TOF bins).
+    const std::uint32_t tof_end =
+        ntof == 0 ? 1u : std::uint32_t(std::min<std::size_t>(ntof, 32768));
+    const auto store = [&](std::uint32_t ba, std::uint32_t bb, std::uint32_t tof,
+                           std::uint64_t at) {
+      if (ba >= na || bb >= nb || tof >= tof_end)
+        reject(ba, bb, tof, at);
+      const auto da = map_.split_bin(ta, ba), db = map_.split_bin(tb, bb);
+      const std::size_t e = kept.events - e0;
+      pairs[2 * e] = da.first;
+      pairs[2 * e + 1] = db.first;
+      tof_bins[e] = std::int16_t(tof);
+      energy_bins[2 * e] = da.second;
+      energy_bins[2 * e + 1] = db.second;
+      if (efficiency != nullptr)
+        efficiency[e] = model_->factor(ta, ba, tb, bb);
+      ++kept.events;
+    };
+    std::size_t i = 0;
+    while (i < n) {
+      // Events whose three varints are short and in view, decoded in place.
+      std::size_t avail = 0;
+      const unsigned char *const start = in_->view(avail);
+      const unsigned char *p = start;
+      for (; i < n && std::size_t(p - start) + 15 <= avail; ++i) {
+        const unsigned char *q = p;
+        std::uint32_t ba, bb, tof;
+        if (!binary_input::quick_u32(q, ba) || !binary_input::quick_u32(q, bb) ||
+            !binary_input::quick_u32(q, tof))
+          break;
+        const std::size_t done = std::size_t(p - start);
+        store(ba, bb, tof, in_->offset() + done);
+        p = q;
+      }
+      in_->advance(std::size_t(p - start));
+      if (i == n)
+        break;
+      // One event through the checked reads (the buffer's end, long varints).
+      const std::uint64_t at = in_->offset();
+      const std::uint32_t ba = in_->u32(what), bb = in_->u32(what), tof = in_->u32(what);
+      store(ba, bb, tof, at);
+      ++i;
     }
   }
 

@@ -98,21 +98,57 @@ inline window_scan scan_window(binary_input &in, std::uint64_t stream_left) {
   return w;
 }
 
+/// `out` = the chunks of `parts` one after the other (events, blocks,
+/// skipped counts), the events copied on `workers` workers.
+inline void concatenate_parallel(event_chunk &out, const std::vector<event_chunk> &parts,
+                                 unsigned workers, thread_pool *pool) {
+  out.clear();
+  std::vector<std::size_t> prompt_at(parts.size() + 1, 0),
+      delayed_at(parts.size() + 1, 0);
+  bool efficiency = false;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    prompt_at[i + 1] = prompt_at[i] + parts[i].prompts.size();
+    delayed_at[i + 1] = delayed_at[i] + parts[i].delayeds.size();
+    efficiency = efficiency || !parts[i].prompts.efficiency.empty() ||
+                 !parts[i].delayeds.efficiency.empty();
+    out.blocks.insert(out.blocks.end(), parts[i].blocks.begin(), parts[i].blocks.end());
+    out.skipped_events += parts[i].skipped_events;
+  }
+  const auto size = [efficiency](coincidence_arrays &a, std::size_t n) {
+    a.pairs.resize(2 * n);
+    a.tof_bins.resize(n);
+    a.energy_bins.resize(2 * n);
+    a.efficiency.resize(efficiency ? n : 0);
+  };
+  size(out.prompts, prompt_at.back());
+  size(out.delayeds, delayed_at.back());
+  const auto copy = [](coincidence_arrays &to, const coincidence_arrays &from,
+                       std::size_t at) {
+    const auto into = [](auto &dst, const auto &src, std::size_t offset) {
+      if (!src.empty())
+        std::copy(src.begin(), src.end(), dst.begin() + std::ptrdiff_t(offset));
+    };
+    into(to.pairs, from.pairs, 2 * at);
+    into(to.tof_bins, from.tof_bins, at);
+    into(to.energy_bins, from.energy_bins, 2 * at);
+    into(to.efficiency, from.efficiency, at);
+  };
+  run_parallel_tasks(parts.size(), unsigned(std::min<std::size_t>(workers, parts.size())),
+                     pool, [&](unsigned, std::uint64_t t, const std::atomic<bool> &) {
+                       copy(out.prompts, parts[std::size_t(t)].prompts, prompt_at[t]);
+                       copy(out.delayeds, parts[std::size_t(t)].delayeds, delayed_at[t]);
+                     });
+}
+
 } // namespace detail
 
-/// Reads the PETSIRD file `path` with block-parallel decoding: for every
-/// window of the file, in file order, calls `f(const event_chunk &)` with
-/// the events of the window's complete time blocks (the same arrays,
-/// blocks and counts as `reader` gives; a chunk holds at most
-/// `window_bytes / 3` events). Memory: one window and its events; a time
-/// block larger than the window grows the window to hold it (also a
-/// malformed block, up to the rest of the file, before its error is
-/// reported). The speedup needs many time blocks per window.
-/// @return the header
-/// @throws io_error as `reader`; whatever `f` throws.
+namespace detail {
+
+/// `read_parallel`, with `f(event_chunk &)` free to take the chunk's
+/// arrays (swap them out).
 template <class F>
-petsird::header read_parallel(const std::string &path, const parallel_read_options &o,
-                              F &&f) {
+petsird::header read_parallel_chunks(const std::string &path,
+                                     const parallel_read_options &o, F &&f) {
   binary_input head(path);
   read_preamble(head);
   const petsird::header h = read_header(head);
@@ -153,7 +189,7 @@ petsird::header read_parallel(const std::string &path, const parallel_read_optio
       window_bytes = 2 * n; // a time block larger than the window
       continue;
     }
-    decoded.assign(w.blocks.size(), event_chunk());
+    decoded.resize(w.blocks.size()); // arrays kept from window to window
     // A malformed block is reported as the sequential reader reports it:
     // the first one in file order, whichever worker met an error first.
     std::vector<std::exception_ptr> errors(w.blocks.size());
@@ -169,6 +205,7 @@ petsird::header read_parallel(const std::string &path, const parallel_read_optio
                                          path, pos + b.first);
                          try {
                            event_decoder d(in, h.scanner, model.get());
+                           decoded[t].clear();
                            d.decode_block(block_index + t, decoded[t]);
                            if (in.remaining() != 0)
                              in.fail("time block " + std::to_string(block_index + t),
@@ -182,10 +219,8 @@ petsird::header read_parallel(const std::string &path, const parallel_read_optio
                        });
     if (first_bad.load() < w.blocks.size())
       std::rethrow_exception(errors[first_bad.load()]);
-    out.clear();
-    for (const event_chunk &c : decoded)
-      append_events(out, c);
-    f(static_cast<const event_chunk &>(out));
+    detail::concatenate_parallel(out, decoded, threads, o.pool);
+    f(out);
     pos += w.consumed;
     stream_left = w.stream_left;
     block_index += w.blocks.size();
@@ -194,14 +229,37 @@ petsird::header read_parallel(const std::string &path, const parallel_read_optio
   }
 }
 
+} // namespace detail
+
+/// Reads the PETSIRD file `path` with block-parallel decoding: for every
+/// window of the file, in file order, calls `f(const event_chunk &)` with
+/// the events of the window's complete time blocks (the same arrays,
+/// blocks and counts as `reader` gives; a chunk holds at most
+/// `window_bytes / 3` events). Memory: one window and its events; a time
+/// block larger than the window grows the window to hold it (also a
+/// malformed block, up to the rest of the file, before its error is
+/// reported). The speedup needs many time blocks per window.
+/// @return the header
+/// @throws io_error as `reader`; whatever `f` throws.
+template <class F>
+petsird::header read_parallel(const std::string &path, const parallel_read_options &o,
+                              F &&f) {
+  return detail::read_parallel_chunks(
+      path, o, [&f](event_chunk &c) { f(static_cast<const event_chunk &>(c)); });
+}
+
 /// Reads the whole file `path` with block-parallel decoding (see
 /// `read_parallel`): the same result as `read_file`.
 /// @throws io_error as `reader`.
 inline file_contents read_file_parallel(const std::string &path,
                                         const parallel_read_options &o = {}) {
   file_contents out;
-  out.header =
-      read_parallel(path, o, [&](const event_chunk &c) { append_events(out.events, c); });
+  out.header = detail::read_parallel_chunks(path, o, [&](event_chunk &c) {
+    if (out.events.num_events() == 0 && out.events.blocks.empty())
+      std::swap(out.events, c); // the first window: no copy
+    else
+      append_events(out.events, c);
+  });
   return out;
 }
 
