@@ -308,6 +308,14 @@ def cpu_sensitivity(
 ) -> NDArray[numpy.float32]:
     """The sensitivity image on the CPU (see resproj.recon.sensitivity)."""
 
+def all_lor_sensitivity(
+    scanner: PolygonScanner,
+    geometry: ImageGeometry,
+    mu: Array | None,
+    threads: int,
+) -> tuple[NDArray[numpy.float32], dict[str, int]]:
+    """The all-LOR sensitivity image on the CPU and what it walked (see resproj.recon.all_lor_sensitivity)."""
+
 class CpuListmodeOsem:
     """List-mode OSEM on the CPU (see resproj.recon)."""
 

@@ -31,6 +31,7 @@ __all__ = [
     "Corrections",
     "ListmodeOsem",
     "sensitivity",
+    "all_lor_sensitivity",
     "OsemProgress",
     "format_phases",
     "total_seconds",
@@ -367,6 +368,41 @@ def sensitivity(subsets, corrections=None, out=None, *, device=None, like=None, 
         subsets._impl, eff, mu, corrections.scale, _a.export(out, k), handle
     )
     return out
+
+
+def all_lor_sensitivity(scanner, geometry, mu=None, *, threads=0, stats=False):
+    """The sensitivity image with attenuation over every LOR of `scanner`:
+    every unordered pair of detectors in distinct transaxial crystals, at
+    every ring difference, back-projected with `exp(-integral of mu)` (1
+    without `mu`), Joseph non-TOF in float, summed in double, on the CPU.
+
+    LORs that are translates of each other along the scanner axis (rings one
+    voxel apart) share one footprint walk, and the scanner's mirror flips
+    share more; the result equals the LOR-by-LOR sum to rounding. `mu`: a
+    host array of `geometry.shape` (1/mm), or None. `threads`: worker threads
+    (0: all). Returns a NumPy float32 image of `geometry.shape`, or
+    `(image, stats)` with `stats=True` (a dict: lors, families, mirror_flips,
+    attenuation_walks, scatter_walks). Every ring must lie inside the image
+    along the scanner axis.
+
+    Raises TypeError / ValueError naming a bad argument before any work.
+    """
+    if not isinstance(scanner, PolygonScanner):
+        raise TypeError(
+            f"scanner: expected resproj.scanner.PolygonScanner, got {type(scanner).__qualname__}"
+        )
+    if not isinstance(geometry, ImageGeometry):
+        raise TypeError(
+            f"geometry: expected resproj.ImageGeometry, got {type(geometry).__qualname__}"
+        )
+    threads = _int(threads, "threads")
+    if threads < 0:
+        raise ValueError(f"threads: must be >= 0 (got {threads})")
+    m = _host_floats(mu, "mu")
+    if m is not None and m.shape != tuple(geometry.shape):
+        raise ValueError(f"mu: shape {m.shape}, expected {tuple(geometry.shape)}")
+    image, st = _resproj.all_lor_sensitivity(scanner, geometry, m, threads)
+    return (image, dict(st)) if stats else image
 
 
 def total_seconds(phases) -> float:

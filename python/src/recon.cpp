@@ -22,6 +22,7 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/io/nifti.hpp"
+#include "resproj/recon/all_lor_sensitivity.hpp"
 #include "resproj/recon/corrections.hpp"
 #include "resproj/recon/cpu_osem.hpp"
 #include "resproj/recon/em.hpp"
@@ -154,6 +155,34 @@ void bind_recon(nb::module_ &m) {
       },
       "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a,
       "The sensitivity image on the CPU (see resproj.recon.sensitivity).");
+
+  m.def(
+      "all_lor_sensitivity",
+      [](const rs::polygon_scanner &scanner, const rp::image_geometry &geometry,
+         const std::optional<in_array> &mu, unsigned threads) {
+        std::vector<float> mu_values;
+        if (mu)
+          mu_values = host_floats(*mu, "mu", std::size_t(geometry.num_voxels()),
+                                  "one per voxel of the image");
+        rr::all_lor_sensitivity_stats st;
+        std::vector<float> image;
+        {
+          const nb::gil_scoped_release release;
+          image = rr::all_lor_sensitivity(
+              scanner, geometry,
+              rp::span<const float>(mu_values.data(), mu_values.size()), threads, &st);
+        }
+        nb::dict stats;
+        stats["lors"] = st.lors;
+        stats["families"] = st.families;
+        stats["mirror_flips"] = st.mirror_flips;
+        stats["attenuation_walks"] = st.attenuation_walks;
+        stats["scatter_walks"] = st.scatter_walks;
+        return nb::make_tuple(to_numpy(std::move(image), image_shape(geometry)), stats);
+      },
+      "scanner"_a, "geometry"_a, "mu"_a.none(), "threads"_a,
+      "The all-LOR sensitivity image on the CPU and what it walked (see "
+      "resproj.recon.all_lor_sensitivity).");
 
   nb::class_<cpu_listmode_osem>(m, "CpuListmodeOsem",
                                 "List-mode OSEM on the CPU (see resproj.recon).")
