@@ -103,7 +103,7 @@ void tb_walks(benchmark::State &state) {
                         s, g, p.gp, span<const float>(mu.data(), mu.size()), centres)
                         .num_flips();
   std::vector<double> diff(std::size_t(p.gp.num_voxels()), 0.0);
-  const int nc = s.crystals_per_ring(), nr = s.num_rings();
+  const int nc = s.crystals_per_ring();
   std::uint64_t lors = 0, families = 0, crossing = 0, attenuation = 0, scatter = 0;
   for (auto _ : state) {
     std::uint64_t pair = 0;
@@ -111,26 +111,17 @@ void tb_walks(benchmark::State &state) {
       for (int c2 = c1 + 1; c2 < nc; ++c2, ++pair) {
         if (pair % 2000 != 0)
           continue;
-        for (int r1 = 0; r1 < nr; ++r1)
-          for (int r2 = 0; r2 < nr; ++r2) {
-            if (r1 > 0 && r2 > 0 && run[std::size_t(r1 - 1)] > 1 &&
-                run[std::size_t(r2 - 1)] > 1)
-              continue;
-            const int K = std::min(run[std::size_t(r1)], run[std::size_t(r2)]);
-            const auto end = [&](int k, float *a, float *b) {
-              for (int i = 0; i < 3; ++i) {
-                a[i] = centres[3 * (std::size_t(r1 + k) * nc + c1) + i];
-                b[i] = centres[3 * (std::size_t(r2 + k) * nc + c2) + i];
-              }
-            };
-            const math::family_work w = math::back_project_family<float, double>(
-                f, K, end, diff.data(), [](double *v, double x) { *v += x; });
-            lors += std::uint64_t(K);
-            ++families;
-            crossing += w.scatter_walks > 0 ? std::uint64_t(K) : 0;
-            attenuation += w.attenuation_walks;
-            scatter += w.scatter_walks;
-          }
+        rc::detail::for_each_family(run, [&](int r1, int r2, int K) {
+          const rc::detail::family_ends end{
+              centres.data(), std::size_t(nc), c1, c2, r1, r2};
+          const math::family_work w = math::back_project_family<float, double>(
+              f, K, end, diff.data(), [](double *v, double x) { *v += x; });
+          lors += std::uint64_t(K);
+          ++families;
+          crossing += w.scatter_walks > 0 ? std::uint64_t(K) : 0;
+          attenuation += w.attenuation_walks;
+          scatter += w.scatter_walks;
+        });
       }
   }
   state.counters["lors"] = double(lors);

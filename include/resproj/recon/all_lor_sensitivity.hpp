@@ -54,6 +54,35 @@ inline std::vector<int> ring_runs(const std::vector<double> &ring_z, double voxe
   return run;
 }
 
+/// Calls `f(r1, r2, K)` for every axial family of ring pairs: (r1, r2)
+/// starts one unless (r1 - 1, r2 - 1) precedes it; K = its members.
+template <class F> void for_each_family(const std::vector<int> &run, F &&f) {
+  const int nr = int(run.size());
+  for (int r1 = 0; r1 < nr; ++r1)
+    for (int r2 = 0; r2 < nr; ++r2)
+      if (r1 == 0 || r2 == 0 || run[std::size_t(r1 - 1)] == 1 ||
+          run[std::size_t(r2 - 1)] == 1)
+        f(r1, r2, std::min(run[std::size_t(r1)], run[std::size_t(r2)]));
+}
+
+/// End points of member k of the family of transaxial crystals (c1, c2)
+/// starting at rings (r1, r2), from ring-major crystal centres.
+struct family_ends {
+  const float *centres;
+  std::size_t crystals_per_ring;
+  int c1, c2, r1, r2;
+  void operator()(int k, float *a, float *b) const noexcept {
+    const float *pa =
+        centres + 3 * (std::size_t(r1 + k) * crystals_per_ring + std::size_t(c1));
+    const float *pb =
+        centres + 3 * (std::size_t(r2 + k) * crystals_per_ring + std::size_t(c2));
+    for (int i = 0; i < 3; ++i) {
+      a[i] = pa[i];
+      b[i] = pb[i];
+    }
+  }
+};
+
 /// The padded grid and attenuation tables of `math::family_grid`.
 struct padded_attenuation {
   image_geometry gp;
@@ -243,40 +272,26 @@ all_lor_sensitivity(const scanner::polygon_scanner &s, const image_geometry &g,
           }
           if (!smallest)
             continue;
-          for (int r1 = 0; r1 < nr; ++r1)
-            for (int r2 = 0; r2 < nr; ++r2) {
-              // (r1, r2) starts a family unless (r1 - 1, r2 - 1) precedes it.
-              if (r1 > 0 && r2 > 0 && run[std::size_t(r1 - 1)] > 1 &&
-                  run[std::size_t(r2 - 1)] > 1)
-                continue;
-              const int K = std::min(run[std::size_t(r1)], run[std::size_t(r2)]);
-              double scale = 1.0 / double(keep);
-              if (sym.axial) {
-                // The axial flip maps the family to the one starting at the
-                // mirrors of its last rings: only the smaller one is summed
-                // (half of a family that is its own mirror).
-                const int m1 = nr - r1 - K, m2 = nr - r2 - K;
-                if (m1 < r1 || (m1 == r1 && m2 < r2))
-                  continue;
-                if (m1 == r1 && m2 == r2)
-                  scale *= 0.5;
-              }
-              const auto end = [&](int k, float *a, float *b) {
-                const float *pa = &centres[3 * (std::size_t(r1 + k) * std::size_t(nc) +
-                                                std::size_t(c1))];
-                const float *pb = &centres[3 * (std::size_t(r2 + k) * std::size_t(nc) +
-                                                std::size_t(c2))];
-                for (int i = 0; i < 3; ++i) {
-                  a[i] = pa[i];
-                  b[i] = pb[i];
-                }
-              };
-              const math::family_work wk = math::back_project_family<float, double>(
-                  f, K, end, image, [scale](double *v, double x) { *v += scale * x; });
-              ++st.families;
-              st.attenuation_walks += wk.attenuation_walks;
-              st.scatter_walks += wk.scatter_walks;
+          detail::for_each_family(run, [&](int r1, int r2, int K) {
+            double scale = 1.0 / double(keep);
+            if (sym.axial) {
+              // The axial flip maps the family to the one starting at the
+              // mirrors of its last rings: only the smaller one is summed
+              // (half of a family that is its own mirror).
+              const int m1 = nr - r1 - K, m2 = nr - r2 - K;
+              if (m1 < r1 || (m1 == r1 && m2 < r2))
+                return;
+              if (m1 == r1 && m2 == r2)
+                scale *= 0.5;
             }
+            const detail::family_ends end{
+                centres.data(), std::size_t(nc), c1, c2, r1, r2};
+            const math::family_work wk = math::back_project_family<float, double>(
+                f, K, end, image, [scale](double *v, double x) { *v += scale * x; });
+            ++st.families;
+            st.attenuation_walks += wk.attenuation_walks;
+            st.scatter_walks += wk.scatter_walks;
+          });
         }
       });
   // Prefix sums along the axis turn the difference image into the image.
@@ -324,10 +339,9 @@ all_lor_sensitivity_brute_force(const scanner::polygon_scanner &s,
         for (int c2 = c1 + 1; c2 < nc; ++c2)
           for (int r1 = 0; r1 < nr; ++r1)
             for (int r2 = 0; r2 < nr; ++r2) {
-              const float *a =
-                  &centres[3 * (std::size_t(r1) * std::size_t(nc) + std::size_t(c1))];
-              const float *b =
-                  &centres[3 * (std::size_t(r2) * std::size_t(nc) + std::size_t(c2))];
+              float a[3], b[3];
+              detail::family_ends{centres.data(), std::size_t(nc), c1, c2, r1, r2}(0, a,
+                                                                                   b);
               const math::joseph_ray<float> r = math::make_joseph_ray(grid, a, b);
               if (r.empty())
                 continue;
