@@ -40,14 +40,33 @@ template <class T> struct family_grid {
 
   /// Slice index along `ax` of voxel `offset`.
   RESPROJ_HD std::int64_t slice_of(std::int64_t offset) const noexcept {
+    if (offset >= 0 && offset <= 0xffffffffLL) // 32-bit division where it fits
+      return std::int64_t((std::uint32_t(offset) / std::uint32_t(gp.stride[ax])) %
+                          std::uint32_t(gp.shape[ax]));
     return (offset / gp.stride[ax]) % gp.shape[ax];
   }
   /// Column index of voxel `offset` (its index with the coordinate along
   /// `ax` removed: 0 .. num_voxels / shape[ax] - 1).
   RESPROJ_HD std::int64_t column_of(std::int64_t offset) const noexcept {
     const std::int64_t s = gp.stride[ax];
+    if (offset >= 0 && offset <= 0xffffffffLL) {
+      const std::uint32_t o = std::uint32_t(offset), s32 = std::uint32_t(s);
+      return std::int64_t((o / (s32 * std::uint32_t(gp.shape[ax]))) * s32 + o % s32);
+    }
     return (offset / (s * gp.shape[ax])) * s + offset % s;
   }
+};
+
+/// The lanes that walk one ray together: lane `lane()` of `size()` takes
+/// the planes first_plane + lane(), + size(), ...; `sum`, `min` and `max`
+/// combine the lanes' partial results (every lane gets the same value).
+/// `serial_lanes` is the group of one lane; a GPU backend supplies a warp.
+struct serial_lanes {
+  RESPROJ_HD int lane() const noexcept { return 0; }
+  RESPROJ_HD int size() const noexcept { return 1; }
+  template <class V> RESPROJ_HD V sum(V v) const noexcept { return v; }
+  template <class V> RESPROJ_HD V min(V v) const noexcept { return v; }
+  template <class V> RESPROJ_HD V max(V v) const noexcept { return v; }
 };
 
 /// Attenuation line integral of a ray of `f.gp` and the slice range
@@ -59,13 +78,16 @@ template <class T> struct attenuation_sample {
 };
 
 /// Joseph forward projection of `f.mu` along `r` (a ray of `f.gp`), with
-/// the slice range of its taps in the support of `mu`.
-template <class T>
+/// the slice range of its taps in the support of `mu`, walked by `lanes`.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class T, class Lanes = serial_lanes>
 RESPROJ_HD attenuation_sample<T> attenuation_walk(const family_grid<T> &f,
-                                                  const joseph_ray<T> &r) noexcept {
-  attenuation_sample<T> a;
+                                                  const joseph_ray<T> &r,
+                                                  const Lanes &lanes = Lanes{}) noexcept {
   T acc = 0;
-  for (std::int64_t p = r.first_plane; p <= r.last_plane; ++p) {
+  std::int64_t lo = INT64_MAX, hi = -1;
+  for (std::int64_t p = r.first_plane + lanes.lane(); p <= r.last_plane;
+       p += lanes.size()) {
     const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);
     for (int i = 0; i < 4; ++i) {
       if (s.weight[i] == T(0))
@@ -73,30 +95,34 @@ RESPROJ_HD attenuation_sample<T> attenuation_walk(const family_grid<T> &f,
       acc += s.weight[i] * f.mu[s.offset[i]];
       if (f.support[f.column_of(s.offset[i])] != 0) {
         const std::int64_t z = f.slice_of(s.offset[i]);
-        if (a.lo > a.hi) {
-          a.lo = a.hi = z;
-        } else {
-          a.lo = z < a.lo ? z : a.lo;
-          a.hi = z > a.hi ? z : a.hi;
-        }
+        lo = z < lo ? z : lo;
+        hi = z > hi ? z : hi;
       }
     }
   }
-  a.integral = acc * r.step;
+  attenuation_sample<T> a;
+  a.integral = lanes.sum(acc) * r.step;
+  lo = lanes.min(lo);
+  hi = lanes.max(hi);
+  if (lo <= hi) {
+    a.lo = lo;
+    a.hi = hi;
+  }
   return a;
 }
 
 /// Adds `amount` times the footprint of `r` (a ray of `f.gp`), shifted by
 /// `shift` voxels along `f.ax`, to the difference image `diff` (on `f.gp`)
-/// through `add(Acc* voxel, Acc value)`.
+/// through `add(Acc* voxel, Acc value)`, walked by `lanes`.
 RESPROJ_EXEC_CHECK_DISABLE
-template <class T, class Acc, class Add>
+template <class T, class Acc, class Add, class Lanes = serial_lanes>
 RESPROJ_HD void scatter_shifted(const family_grid<T> &f, const joseph_ray<T> &r,
-                                std::int64_t shift, Acc amount, Acc *diff,
-                                Add &&add) noexcept {
+                                std::int64_t shift, Acc amount, Acc *diff, Add &&add,
+                                const Lanes &lanes = Lanes{}) noexcept {
   const std::int64_t delta = shift * f.gp.stride[f.ax];
   const Acc v = amount * Acc(r.step);
-  for (std::int64_t p = r.first_plane; p <= r.last_plane; ++p) {
+  for (std::int64_t p = r.first_plane + lanes.lane(); p <= r.last_plane;
+       p += lanes.size()) {
     const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);
     for (int i = 0; i < 4; ++i)
       if (s.weight[i] != T(0))
@@ -119,10 +145,12 @@ struct family_work {
 /// the middle member; members whose attenuation taps stay in one run of
 /// identical `mu` slices share its weight, the others get their own
 /// forward walk. Exact up to the rounding of the members' coordinates.
+/// Every walk is shared by `lanes` (all of them take the same branches).
 RESPROJ_EXEC_CHECK_DISABLE
-template <class T, class Acc, class End, class Add>
+template <class T, class Acc, class End, class Add, class Lanes = serial_lanes>
 RESPROJ_HD family_work back_project_family(const family_grid<T> &f, int K, End &&end,
-                                           Acc *diff, Add &&add) noexcept {
+                                           Acc *diff, Add &&add,
+                                           const Lanes &lanes = Lanes{}) noexcept {
   family_work work;
   const int kr = K / 2;
   T a[3], b[3];
@@ -134,7 +162,7 @@ RESPROJ_HD family_work back_project_family(const family_grid<T> &f, int K, End &
   int lo = 0, hi = K - 1;
   Acc shared = 1;
   if (f.mu != nullptr) {
-    const attenuation_sample<T> s = attenuation_walk(f, rp);
+    const attenuation_sample<T> s = attenuation_walk(f, rp, lanes);
     ++work.attenuation_walks;
     shared = Acc(exp(-double(s.integral)));
     if (s.lo <= s.hi) {
@@ -156,12 +184,13 @@ RESPROJ_HD family_work back_project_family(const family_grid<T> &f, int K, End &
       w = shared;
     } else if (k < K) {
       end(k, a, b);
-      const attenuation_sample<T> s = attenuation_walk(f, make_joseph_ray(f.gp, a, b));
+      const attenuation_sample<T> s =
+          attenuation_walk(f, make_joseph_ray(f.gp, a, b), lanes);
       ++work.attenuation_walks;
       w = Acc(exp(-double(s.integral)));
     }
     if (w != previous) {
-      scatter_shifted(f, rp, std::int64_t(k - kr), w - previous, diff, add);
+      scatter_shifted(f, rp, std::int64_t(k - kr), w - previous, diff, add, lanes);
       ++work.scatter_walks;
     }
     previous = w;

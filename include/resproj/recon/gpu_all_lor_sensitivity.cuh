@@ -40,44 +40,67 @@ inline std::size_t all_lor_blocks(std::uint64_t count) {
   return std::size_t(b < 0x7fffffffu ? b : 0x7fffffffu);
 }
 
-/// Adds each thread's `a` and `b` to `out[0]`, `out[1]` (one atomic per
-/// warp). Every thread of the block calls it.
-__device__ inline void add_walks(std::uint64_t a, std::uint64_t b,
-                                 unsigned long long *out) {
-  for (int d = 16; d > 0; d /= 2) {
-    a += __shfl_down_sync(0xffffffffu, a, d);
-    b += __shfl_down_sync(0xffffffffu, b, d);
+/// The 32 lanes of a warp walking one ray together (math::serial_lanes'
+/// interface); every lane of the warp must call each reduction.
+struct warp_lanes {
+  __device__ int lane() const noexcept { return int(threadIdx.x & 31u); }
+  __device__ int size() const noexcept { return 32; }
+  template <class V> __device__ V sum(V v) const noexcept {
+    for (int d = 16; d > 0; d /= 2)
+      v += __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
   }
-  if ((threadIdx.x & 31u) == 0) {
-    atomicAdd(out, static_cast<unsigned long long>(a));
-    atomicAdd(out + 1, static_cast<unsigned long long>(b));
+  template <class V> __device__ V min(V v) const noexcept {
+    for (int d = 16; d > 0; d /= 2) {
+      const V o = __shfl_xor_sync(0xffffffffu, v, d);
+      v = o < v ? o : v;
+    }
+    return v;
   }
+  template <class V> __device__ V max(V v) const noexcept {
+    for (int d = 16; d > 0; d /= 2) {
+      const V o = __shfl_xor_sync(0xffffffffu, v, d);
+      v = o > v ? o : v;
+    }
+    return v;
+  }
+};
+
+/// Warps of a grid-stride loop over `count` items, one item per warp.
+inline std::size_t all_lor_warp_blocks(std::uint64_t count) {
+  const std::uint64_t b = (count + all_lor_block / 32 - 1) / (all_lor_block / 32);
+  return std::size_t(b < (1u << 20) ? b : (1u << 20));
 }
 
-/// Work item t = (pair t / num_families, family t % num_families): the
-/// family's footprints into the difference image `diff` (on `f.gp`), each
-/// scaled by the pair's and the family's weight. `walks` (or null)
-/// receives the attenuation and scatter walks.
+/// Work item t = (pair t / num_families, family t % num_families), one per
+/// warp, whose lanes share each walk: the family's footprints into the
+/// difference image `diff` (on `f.gp`), each scaled by the pair's and the
+/// family's weight. `walks` (or null) receives the attenuation and scatter
+/// walks.
 __global__ void __launch_bounds__(all_lor_block)
     all_lor_family_kernel(math::family_grid<float> f, const float *centres, int nc,
                           const crystal_pair *pairs, const ring_family *families,
                           std::uint32_t num_families, std::uint64_t count, double *diff,
                           unsigned long long *walks) {
-  std::uint64_t attenuation = 0, scatter = 0;
-  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
-  for (std::uint64_t t = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < count;
-       t += step) {
+  const warp_lanes lanes;
+  unsigned long long attenuation = 0, scatter = 0;
+  const std::uint64_t step = std::uint64_t(gridDim.x) * (blockDim.x / 32);
+  for (std::uint64_t t = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       t < count; t += step) {
     const crystal_pair cp = pairs[t / num_families];
     const ring_family rf = families[t % num_families];
     const double scale = cp.scale * rf.scale;
     const family_ends end{centres, std::size_t(nc), cp.c1, cp.c2, rf.r1, rf.r2};
     const math::family_work w = math::back_project_family<float, double>(
-        f, rf.K, end, diff, [scale](double *v, double x) { atomicAdd(v, scale * x); });
+        f, rf.K, end, diff, [scale](double *v, double x) { atomicAdd(v, scale * x); },
+        lanes);
     attenuation += w.attenuation_walks;
     scatter += w.scatter_walks;
   }
-  if (walks != nullptr)
-    add_walks(attenuation, scatter, walks);
+  if (walks != nullptr && lanes.lane() == 0) {
+    atomicAdd(walks, attenuation);
+    atomicAdd(walks + 1, scatter);
+  }
 }
 
 /// Prefix sums of `d` along the axis of stride `stride` and length `n`,
@@ -122,17 +145,18 @@ __global__ void crop_mirrored_kernel(const double *padded, float *out, std::int6
 }
 
 /// LOR by LOR: item t = (pair t / (nr nr), ring r1, ring r2) of the pairs
-/// `pairs`, its attenuation walked through `mu` (or weight 1 without) and
-/// its weight back-projected into `image` (on `g`), in double.
+/// `pairs`, one per warp: its attenuation walked through `mu` (or weight 1
+/// without) and its weight back-projected into `image` (on `g`), in double.
 __global__ void __launch_bounds__(all_lor_block)
     all_lor_brute_force_kernel(math::image_grid<float> g, const float *mu,
                                const float *centres, int nc, int nr,
                                const crystal_pair *pairs, std::uint64_t count,
                                double *image) {
-  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
+  const warp_lanes lanes;
+  const std::uint64_t step = std::uint64_t(gridDim.x) * (blockDim.x / 32);
   const std::uint64_t rings = std::uint64_t(nr) * std::uint64_t(nr);
-  for (std::uint64_t t = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < count;
-       t += step) {
+  for (std::uint64_t t = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       t < count; t += step) {
     const crystal_pair cp = pairs[t / rings];
     const int rr = int(t % rings);
     float a[3], b[3];
@@ -140,10 +164,19 @@ __global__ void __launch_bounds__(all_lor_block)
     const math::joseph_ray<float> r = math::make_joseph_ray(g, a, b);
     if (r.empty())
       continue;
-    const double w =
-        mu == nullptr ? 1.0 : exp(-double(math::forward_planes(mu, r, r.first_plane, 1)));
+    double w = 1.0;
+    if (mu != nullptr) {
+      float acc = 0;
+      for (std::int64_t q = r.first_plane + lanes.lane(); q <= r.last_plane; q += 32) {
+        const auto st = math::stencil_at<std::int64_t>(r, q);
+        for (int i = 0; i < 4; ++i)
+          if (st.weight[i] != 0.f)
+            acc += st.weight[i] * mu[st.offset[i]];
+      }
+      w = exp(-double(lanes.sum(acc) * r.step));
+    }
     const double v = w * double(r.step);
-    for (std::int64_t q = r.first_plane; q <= r.last_plane; ++q) {
+    for (std::int64_t q = r.first_plane + lanes.lane(); q <= r.last_plane; q += 32) {
       const auto st = math::stencil_at<std::int64_t>(r, q);
       for (int i = 0; i < 4; ++i)
         if (st.weight[i] != 0.f)
@@ -179,9 +212,10 @@ inline void launch_all_lor_brute_force(const image_geometry &g, const float *mu,
                                        gpu::stream_ref s) {
   const std::uint64_t count =
       std::uint64_t(pairs.size()) * std::uint64_t(nr) * std::uint64_t(nr);
-  gpu::detail::launch(all_lor_brute_force_kernel, all_lor_blocks(count), all_lor_block, s,
-                      "all_lor_brute_force_kernel", math::image_grid<float>::from(g), mu,
-                      centres, nc, nr, pairs.data(), count, image);
+  gpu::detail::launch(all_lor_brute_force_kernel, all_lor_warp_blocks(count),
+                      all_lor_block, s, "all_lor_brute_force_kernel",
+                      math::image_grid<float>::from(g), mu, centres, nc, nr, pairs.data(),
+                      count, image);
 }
 
 } // namespace detail
@@ -234,7 +268,7 @@ inline void gpu_all_lor_sensitivity(const scanner::polygon_scanner &s,
       plan.grid(dmu.data(), support.data(), run_first.data(), run_last.data());
   const std::uint64_t count =
       std::uint64_t(plan.pairs.size()) * std::uint64_t(plan.families.size());
-  gpu::detail::launch(detail::all_lor_family_kernel, detail::all_lor_blocks(count),
+  gpu::detail::launch(detail::all_lor_family_kernel, detail::all_lor_warp_blocks(count),
                       detail::all_lor_block, st, "all_lor_family_kernel", f,
                       centres.data(), s.crystals_per_ring(), pairs.data(),
                       families.data(), std::uint32_t(plan.families.size()), count,

@@ -96,12 +96,13 @@ void for_each_voxel_padded(const image_geometry &g, int ax, int pad, F &&f) {
   np[std::size_t(ax)] += 2 * pad;
   std::int64_t o = 0;
   for (std::int64_t i0 = 0; i0 < n[0]; ++i0)
-    for (std::int64_t i1 = 0; i1 < n[1]; ++i1)
-      for (std::int64_t i2 = 0; i2 < n[2]; ++i2, ++o) {
-        std::array<std::int64_t, 3> i{i0, i1, i2};
-        i[std::size_t(ax)] += pad;
-        f(o, (i[0] * np[1] + i[1]) * np[2] + i[2]);
-      }
+    for (std::int64_t i1 = 0; i1 < n[1]; ++i1) {
+      const std::int64_t row =
+          ((i0 + (ax == 0 ? pad : 0)) * np[1] + i1 + (ax == 1 ? pad : 0)) * np[2] +
+          (ax == 2 ? pad : 0);
+      for (std::int64_t i2 = 0; i2 < n[2]; ++i2, ++o)
+        f(o, row + i2);
+    }
 }
 
 inline padded_attenuation pad_attenuation(const image_geometry &g, int ax, int pad,
@@ -118,29 +119,32 @@ inline padded_attenuation pad_attenuation(const image_geometry &g, int ax, int p
   for_each_voxel_padded(g, ax, pad, [&](std::int64_t o, std::int64_t op) {
     p.mu[std::size_t(op)] = mu[std::size_t(o)];
   });
-  const auto grid = math::image_grid<float>::from(p.gp);
-  math::family_grid<float> f;
-  f.gp = grid;
-  f.ax = ax;
+  // One pass over the columns along ax: the support, and whether slice j
+  // equals slice j - 1 bitwise.
   const std::int64_t slices = shape[std::size_t(ax)];
-  p.support.assign(std::size_t(p.gp.num_voxels() / slices), 0);
-  std::vector<std::vector<float>> slice;
-  slice.resize(std::size_t(slices));
-  for (auto &s : slice)
-    s.reserve(p.support.size());
-  for (std::int64_t o = 0; o < p.gp.num_voxels(); ++o) {
-    slice[std::size_t(f.slice_of(o))].push_back(
-        p.mu[std::size_t(o)]); // column order per slice
-    if (p.mu[std::size_t(o)] != 0.f)
-      p.support[std::size_t(f.column_of(o))] = 1;
+  const std::int64_t stride = ax == 2 ? 1 : ax == 1 ? shape[2] : shape[1] * shape[2];
+  const std::int64_t columns = p.gp.num_voxels() / slices;
+  p.support.assign(std::size_t(columns), 0);
+  std::vector<unsigned char> differs(std::size_t(slices), 0);
+  for (std::int64_t c = 0; c < columns; ++c) {
+    const float *col = p.mu.data() + (c / stride) * stride * slices + c % stride;
+    std::uint32_t previous;
+    std::memcpy(&previous, col, sizeof previous);
+    bool nonzero = col[0] != 0.f;
+    for (std::int64_t j = 1; j < slices; ++j) {
+      std::uint32_t bits;
+      std::memcpy(&bits, col + j * stride, sizeof bits);
+      differs[std::size_t(j)] |= bits != previous ? 1 : 0;
+      nonzero = nonzero || col[j * stride] != 0.f;
+      previous = bits;
+    }
+    p.support[std::size_t(c)] = nonzero ? 1 : 0;
   }
   p.run_first.assign(std::size_t(slices), 0);
   p.run_last.assign(std::size_t(slices), std::int32_t(slices - 1));
   for (std::int64_t j = 1; j < slices; ++j) {
-    const auto &a = slice[std::size_t(j - 1)], &b = slice[std::size_t(j)];
-    const bool same = std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
     p.run_first[std::size_t(j)] =
-        same ? p.run_first[std::size_t(j - 1)] : std::int32_t(j);
+        differs[std::size_t(j)] == 0 ? p.run_first[std::size_t(j - 1)] : std::int32_t(j);
   }
   for (std::int64_t j = slices - 1; j-- > 0;)
     p.run_last[std::size_t(j)] =

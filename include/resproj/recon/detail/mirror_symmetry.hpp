@@ -44,12 +44,17 @@ template <class F> void for_each_mirrored(const image_geometry &g, int k, F &&f)
   const auto &n = g.shape();
   std::int64_t o = 0;
   for (std::int64_t i0 = 0; i0 < n[0]; ++i0)
-    for (std::int64_t i1 = 0; i1 < n[1]; ++i1)
-      for (std::int64_t i2 = 0; i2 < n[2]; ++i2, ++o) {
-        std::int64_t i[3] = {i0, i1, i2};
-        i[k] = n[std::size_t(k)] - 1 - i[k];
-        f(o, (i[0] * n[1] + i[1]) * n[2] + i[2]);
-      }
+    for (std::int64_t i1 = 0; i1 < n[1]; ++i1) {
+      const std::int64_t j0 = k == 0 ? n[0] - 1 - i0 : i0;
+      const std::int64_t j1 = k == 1 ? n[1] - 1 - i1 : i1;
+      const std::int64_t row = (j0 * n[1] + j1) * n[2];
+      if (k == 2)
+        for (std::int64_t i2 = 0; i2 < n[2]; ++i2, ++o)
+          f(o, row + n[2] - 1 - i2);
+      else
+        for (std::int64_t i2 = 0; i2 < n[2]; ++i2, ++o)
+          f(o, row + i2);
+    }
 }
 
 /// True if `mu` (empty: none) equals its mirror image along axis k bitwise.
