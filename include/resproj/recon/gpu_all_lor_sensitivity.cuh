@@ -33,6 +33,9 @@ namespace recon {
 namespace detail {
 
 constexpr int all_lor_block = 256;
+/// Blocks of the family kernel resident per multiprocessor that its
+/// register budget is set for.
+constexpr int all_lor_min_blocks = 1;
 
 /// Blocks for a grid-stride loop over `count` items.
 inline std::size_t all_lor_blocks(std::uint64_t count) {
@@ -77,7 +80,7 @@ inline std::size_t all_lor_warp_blocks(std::uint64_t count) {
 /// difference image `diff` (on `f.gp`), each scaled by the pair's and the
 /// family's weight. `walks` (or null) receives the attenuation and scatter
 /// walks.
-__global__ void __launch_bounds__(all_lor_block)
+__global__ void __launch_bounds__(all_lor_block, all_lor_min_blocks)
     all_lor_family_kernel(math::family_grid<float> f, const float *centres, int nc,
                           const crystal_pair *pairs, const ring_family *families,
                           std::uint32_t num_families, std::uint64_t count, double *diff,
@@ -145,18 +148,18 @@ __global__ void crop_mirrored_kernel(const double *padded, float *out, std::int6
 }
 
 /// LOR by LOR: item t = (pair t / (nr nr), ring r1, ring r2) of the pairs
-/// `pairs`, one per warp: its attenuation walked through `mu` (or weight 1
-/// without) and its weight back-projected into `image` (on `g`), in double.
+/// `pairs`, one per thread: its attenuation walked through `mu` (or weight
+/// 1 without) and its weight back-projected into `image` (on `g`), in
+/// double. (One thread per LOR measured faster than a warp per LOR here.)
 __global__ void __launch_bounds__(all_lor_block)
     all_lor_brute_force_kernel(math::image_grid<float> g, const float *mu,
                                const float *centres, int nc, int nr,
                                const crystal_pair *pairs, std::uint64_t count,
                                double *image) {
-  const warp_lanes lanes;
-  const std::uint64_t step = std::uint64_t(gridDim.x) * (blockDim.x / 32);
+  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
   const std::uint64_t rings = std::uint64_t(nr) * std::uint64_t(nr);
-  for (std::uint64_t t = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-       t < count; t += step) {
+  for (std::uint64_t t = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < count;
+       t += step) {
     const crystal_pair cp = pairs[t / rings];
     const int rr = int(t % rings);
     float a[3], b[3];
@@ -164,19 +167,10 @@ __global__ void __launch_bounds__(all_lor_block)
     const math::joseph_ray<float> r = math::make_joseph_ray(g, a, b);
     if (r.empty())
       continue;
-    double w = 1.0;
-    if (mu != nullptr) {
-      float acc = 0;
-      for (std::int64_t q = r.first_plane + lanes.lane(); q <= r.last_plane; q += 32) {
-        const auto st = math::stencil_at<std::int64_t>(r, q);
-        for (int i = 0; i < 4; ++i)
-          if (st.weight[i] != 0.f)
-            acc += st.weight[i] * mu[st.offset[i]];
-      }
-      w = exp(-double(lanes.sum(acc) * r.step));
-    }
+    const double w =
+        mu == nullptr ? 1.0 : exp(-double(math::forward_planes(mu, r, r.first_plane, 1)));
     const double v = w * double(r.step);
-    for (std::int64_t q = r.first_plane + lanes.lane(); q <= r.last_plane; q += 32) {
+    for (std::int64_t q = r.first_plane; q <= r.last_plane; ++q) {
       const auto st = math::stencil_at<std::int64_t>(r, q);
       for (int i = 0; i < 4; ++i)
         if (st.weight[i] != 0.f)
@@ -212,10 +206,9 @@ inline void launch_all_lor_brute_force(const image_geometry &g, const float *mu,
                                        gpu::stream_ref s) {
   const std::uint64_t count =
       std::uint64_t(pairs.size()) * std::uint64_t(nr) * std::uint64_t(nr);
-  gpu::detail::launch(all_lor_brute_force_kernel, all_lor_warp_blocks(count),
-                      all_lor_block, s, "all_lor_brute_force_kernel",
-                      math::image_grid<float>::from(g), mu, centres, nc, nr, pairs.data(),
-                      count, image);
+  gpu::detail::launch(all_lor_brute_force_kernel, all_lor_blocks(count), all_lor_block, s,
+                      "all_lor_brute_force_kernel", math::image_grid<float>::from(g), mu,
+                      centres, nc, nr, pairs.data(), count, image);
 }
 
 } // namespace detail
