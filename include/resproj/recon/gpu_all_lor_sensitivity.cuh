@@ -35,7 +35,7 @@ namespace detail {
 constexpr int all_lor_block = 256;
 /// Blocks of the family kernel resident per multiprocessor that its
 /// register budget is set for.
-constexpr int all_lor_min_blocks = 1;
+constexpr int all_lor_min_blocks = 2;
 
 /// Blocks for a grid-stride loop over `count` items.
 inline std::size_t all_lor_blocks(std::uint64_t count) {
