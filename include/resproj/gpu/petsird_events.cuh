@@ -1,8 +1,9 @@
 /// @file
 /// @brief PETSIRD events straight into device memory
 /// (`gpu::read_petsird_to_device`): the time blocks are decoded on the host
-/// (block-parallel, io/petsird/parallel_decode.hpp), staged through pinned
-/// buffers and copied asynchronously into device arrays of detector pairs
+/// (block-parallel, io/petsird/parallel_decode.hpp), copied by the
+/// decoding workers straight from each block's arrays into pinned buffers
+/// and copied asynchronously into device arrays of detector pairs
 /// and TOF bins, prompts and delayeds separately: the arrays of the host
 /// reader, on the device.
 ///
@@ -16,13 +17,16 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/core/thread_pool.hpp"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
@@ -113,22 +117,45 @@ read_petsird_to_device(const std::string &path, stream_ref s,
   std::size_t next_slot = 0;
   device_petsird_events out;
 
-  // Copies events [first, first + n) of `a` to the device arrays after
-  // `*count` events already there.
-  auto stage = [&](const io::petsird::coincidence_arrays &a,
+  // Copies the events of `member` of the window's time blocks, in file
+  // order, to the device arrays after the `*count` events already there:
+  // each pinned piece is filled by the workers, one block's share each.
+  auto stage = [&](const std::vector<io::petsird::event_chunk> &blocks,
+                   io::petsird::coincidence_arrays io::petsird::event_chunk::*member,
                    device_buffer<std::int32_t> &pairs, device_buffer<std::int16_t> &bins,
-                   std::size_t &count) {
-    const std::size_t total = a.size();
+                   std::size_t &count, unsigned threads) {
+    std::vector<std::size_t> at(blocks.size() + 1, 0);
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      at[i + 1] = at[i] + (blocks[i].*member).size();
+    const std::size_t total = at.back();
     detail::reserve_on_stream(pairs, 2 * count, 2 * (count + total), s);
     detail::reserve_on_stream(bins, count, count + total, s);
+    std::size_t block = 0;
     for (std::size_t first = 0; first < total; first += cap) {
       const std::size_t n = std::min(cap, total - first);
       detail::petsird_staging_slot &slot = slots[next_slot];
       next_slot = 1 - next_slot;
       if (slot.busy)
         slot.copied.synchronize(); // its previous copy has left the buffer
-      std::copy_n(a.pairs.data() + 2 * first, 2 * n, slot.pairs.data());
-      std::copy_n(a.tof_bins.data() + first, n, slot.bins.data());
+      while (at[block + 1] <= first)
+        ++block;
+      std::size_t last = block;
+      while (at[last + 1] < first + n)
+        ++last;
+      run_parallel_tasks(
+          last - block + 1, unsigned(std::min<std::size_t>(threads, last - block + 1)),
+          options.decode.pool, [&](unsigned, std::uint64_t t, const std::atomic<bool> &) {
+            const std::size_t i = block + std::size_t(t);
+            const io::petsird::coincidence_arrays &a = blocks[i].*member;
+            const std::size_t from = std::max(first, at[i]);
+            const std::size_t to = std::min(first + n, at[i + 1]);
+            if (from >= to)
+              return;
+            std::copy_n(a.pairs.data() + 2 * (from - at[i]), 2 * (to - from),
+                        slot.pairs.data() + 2 * (from - first));
+            std::copy_n(a.tof_bins.data() + (from - at[i]), to - from,
+                        slot.bins.data() + (from - first));
+          });
       pairs.copy_from_host(slot.pairs.data(), 2 * n, 2 * count, s);
       bins.copy_from_host(slot.bins.data(), n, count, s);
       slot.copied.record(s);
@@ -140,11 +167,15 @@ read_petsird_to_device(const std::string &path, stream_ref s,
   io::petsird::parallel_read_options decode = options.decode;
   decode.event_efficiencies = false;
   try {
-    out.header =
-        io::petsird::read_parallel(path, decode, [&](const io::petsird::event_chunk &c) {
-          stage(c.prompts, out.prompt_pairs, out.prompt_tof_bins, out.num_prompts);
-          stage(c.delayeds, out.delayed_pairs, out.delayed_tof_bins, out.num_delayeds);
-          out.num_time_blocks += c.blocks.size();
+    out.header = io::petsird::detail::read_parallel_blocks(
+        path, decode,
+        [&](const std::vector<io::petsird::event_chunk> &blocks, unsigned threads) {
+          stage(blocks, &io::petsird::event_chunk::prompts, out.prompt_pairs,
+                out.prompt_tof_bins, out.num_prompts, threads);
+          stage(blocks, &io::petsird::event_chunk::delayeds, out.delayed_pairs,
+                out.delayed_tof_bins, out.num_delayeds, threads);
+          for (const auto &b : blocks)
+            out.num_time_blocks += b.blocks.size();
         });
   } catch (...) {
     for (auto &slot : slots) // the pinned buffers must outlive their copies

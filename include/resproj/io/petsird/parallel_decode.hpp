@@ -144,11 +144,13 @@ inline void concatenate_parallel(event_chunk &out, const std::vector<event_chunk
 
 namespace detail {
 
-/// `read_parallel`, with `f(event_chunk &)` free to take the chunk's
-/// arrays (swap them out).
-template <class F>
-petsird::header read_parallel_chunks(const std::string &path,
-                                     const parallel_read_options &o, F &&f) {
+/// The windows of `read_parallel` before concatenation: for every window,
+/// in file order, calls `g(const std::vector<event_chunk> &blocks, unsigned
+/// threads)` with one chunk per complete time block of the window, in file
+/// order, and the worker count.
+template <class G>
+petsird::header read_parallel_blocks(const std::string &path,
+                                     const parallel_read_options &o, G &&g) {
   binary_input head(path);
   read_preamble(head);
   const petsird::header h = read_header(head);
@@ -165,7 +167,6 @@ petsird::header read_parallel_chunks(const std::string &path,
   std::size_t window_bytes = std::max<std::size_t>(o.window_bytes, 4096);
   std::vector<unsigned char> window;
   std::vector<event_chunk> decoded;
-  event_chunk out;
   for (;;) {
     const std::size_t n = std::size_t(std::min<std::uint64_t>(window_bytes, size - pos));
     const bool at_end = pos + n == size;
@@ -219,14 +220,26 @@ petsird::header read_parallel_chunks(const std::string &path,
                        });
     if (first_bad.load() < w.blocks.size())
       std::rethrow_exception(errors[first_bad.load()]);
-    detail::concatenate_parallel(out, decoded, threads, o.pool);
-    f(out);
+    g(static_cast<const std::vector<event_chunk> &>(decoded), threads);
     pos += w.consumed;
     stream_left = w.stream_left;
     block_index += w.blocks.size();
     if (w.ended)
       return h;
   }
+}
+
+/// `read_parallel`, with `f(event_chunk &)` free to take the chunk's
+/// arrays (swap them out).
+template <class F>
+petsird::header read_parallel_chunks(const std::string &path,
+                                     const parallel_read_options &o, F &&f) {
+  event_chunk out;
+  return read_parallel_blocks(
+      path, o, [&](const std::vector<event_chunk> &blocks, unsigned threads) {
+        concatenate_parallel(out, blocks, threads, o.pool);
+        f(out);
+      });
 }
 
 } // namespace detail
