@@ -80,10 +80,11 @@ inline std::size_t all_lor_warp_blocks(std::uint64_t count) {
 /// difference image `diff` (on `f.gp`), each scaled by the pair's and the
 /// family's weight. `walks` (or null) receives the attenuation and scatter
 /// walks.
-__global__ void __launch_bounds__(all_lor_block, all_lor_min_blocks)
+template <class Acc>
+RESPROJ_KERNEL void __launch_bounds__(all_lor_block, all_lor_min_blocks)
     all_lor_family_kernel(math::family_grid<float> f, const float *centres, int nc,
                           const crystal_pair *pairs, const ring_family *families,
-                          std::uint32_t num_families, std::uint64_t count, double *diff,
+                          std::uint32_t num_families, std::uint64_t count, Acc *diff,
                           unsigned long long *walks) {
   const warp_lanes lanes;
   unsigned long long attenuation = 0, scatter = 0;
@@ -92,11 +93,10 @@ __global__ void __launch_bounds__(all_lor_block, all_lor_min_blocks)
        t < count; t += step) {
     const crystal_pair cp = pairs[t / num_families];
     const ring_family rf = families[t % num_families];
-    const double scale = cp.scale * rf.scale;
+    const Acc scale = Acc(cp.scale * rf.scale);
     const family_ends end{centres, std::size_t(nc), cp.c1, cp.c2, rf.r1, rf.r2};
-    const math::family_work w = math::back_project_family<float, double>(
-        f, rf.K, end, diff, [scale](double *v, double x) { atomicAdd(v, scale * x); },
-        lanes);
+    const math::family_work w = math::back_project_family<float, Acc>(
+        f, rf.K, end, diff, [scale](Acc *v, Acc x) { atomicAdd(v, scale * x); }, lanes);
     attenuation += w.attenuation_walks;
     scatter += w.scatter_walks;
   }
@@ -108,13 +108,14 @@ __global__ void __launch_bounds__(all_lor_block, all_lor_min_blocks)
 
 /// Prefix sums of `d` along the axis of stride `stride` and length `n`,
 /// one thread per column of `columns`.
-__global__ void prefix_along_axis_kernel(double *d, std::int64_t columns,
-                                         std::int64_t stride, std::int64_t n) {
+template <class Acc>
+RESPROJ_KERNEL void prefix_along_axis_kernel(Acc *d, std::int64_t columns,
+                                             std::int64_t stride, std::int64_t n) {
   const std::int64_t c = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= columns)
     return;
-  double *p = d + (c / stride) * stride * n + c % stride;
-  double acc = 0;
+  Acc *p = d + (c / stride) * stride * n + c % stride;
+  Acc acc = 0;
   for (std::int64_t j = 0; j < n; ++j, p += stride) {
     acc += *p;
     *p = acc;
@@ -124,9 +125,10 @@ __global__ void prefix_along_axis_kernel(double *d, std::int64_t columns,
 /// out[v] = sum over the subsets S of the axes in `flips` of
 /// padded[flip_S(v)], with `padded` the image padded by `pad` slices along
 /// `ax` (shape `n` unpadded).
-__global__ void crop_mirrored_kernel(const double *padded, float *out, std::int64_t n0,
-                                     std::int64_t n1, std::int64_t n2, int ax, int pad,
-                                     unsigned flips) {
+template <class Acc>
+RESPROJ_KERNEL void crop_mirrored_kernel(const Acc *padded, float *out, std::int64_t n0,
+                                         std::int64_t n1, std::int64_t n2, int ax,
+                                         int pad, unsigned flips) {
   const std::int64_t o = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::int64_t n[3] = {n0, n1, n2};
   if (o >= n0 * n1 * n2)
@@ -134,7 +136,7 @@ __global__ void crop_mirrored_kernel(const double *padded, float *out, std::int6
   const std::int64_t i[3] = {o / (n1 * n2), (o / n2) % n1, o % n2};
   std::int64_t np[3] = {n0, n1, n2};
   np[ax] += 2 * pad;
-  double sum = 0;
+  Acc sum = 0;
   for (unsigned m = 0; m < 8; ++m) {
     if ((m & ~flips) != 0)
       continue;
@@ -151,11 +153,12 @@ __global__ void crop_mirrored_kernel(const double *padded, float *out, std::int6
 /// `pairs`, one per thread: its attenuation walked through `mu` (or weight
 /// 1 without) and its weight back-projected into `image` (on `g`), in
 /// double. (One thread per LOR measured faster than a warp per LOR here.)
-__global__ void __launch_bounds__(all_lor_block)
+template <class Acc>
+RESPROJ_KERNEL void __launch_bounds__(all_lor_block)
     all_lor_brute_force_kernel(math::image_grid<float> g, const float *mu,
                                const float *centres, int nc, int nr,
                                const crystal_pair *pairs, std::uint64_t count,
-                               double *image) {
+                               Acc *image) {
   const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
   const std::uint64_t rings = std::uint64_t(nr) * std::uint64_t(nr);
   for (std::uint64_t t = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < count;
@@ -167,14 +170,15 @@ __global__ void __launch_bounds__(all_lor_block)
     const math::joseph_ray<float> r = math::make_joseph_ray(g, a, b);
     if (r.empty())
       continue;
-    const double w =
-        mu == nullptr ? 1.0 : exp(-double(math::forward_planes(mu, r, r.first_plane, 1)));
-    const double v = w * double(r.step);
+    const Acc w = mu == nullptr
+                      ? Acc(1)
+                      : Acc(exp(-double(math::forward_planes(mu, r, r.first_plane, 1))));
+    const Acc v = w * Acc(r.step);
     for (std::int64_t q = r.first_plane; q <= r.last_plane; ++q) {
       const auto st = math::stencil_at<std::int64_t>(r, q);
       for (int i = 0; i < 4; ++i)
         if (st.weight[i] != 0.f)
-          atomicAdd(image + st.offset[i], v * double(st.weight[i]));
+          atomicAdd(image + st.offset[i], v * Acc(st.weight[i]));
     }
   }
 }
@@ -206,9 +210,10 @@ inline void launch_all_lor_brute_force(const image_geometry &g, const float *mu,
                                        gpu::stream_ref s) {
   const std::uint64_t count =
       std::uint64_t(pairs.size()) * std::uint64_t(nr) * std::uint64_t(nr);
-  gpu::detail::launch(all_lor_brute_force_kernel, all_lor_blocks(count), all_lor_block, s,
-                      "all_lor_brute_force_kernel", math::image_grid<float>::from(g), mu,
-                      centres, nc, nr, pairs.data(), count, image);
+  gpu::detail::launch(all_lor_brute_force_kernel<double>, all_lor_blocks(count),
+                      all_lor_block, s, "all_lor_brute_force_kernel",
+                      math::image_grid<float>::from(g), mu, centres, nc, nr, pairs.data(),
+                      count, image);
 }
 
 } // namespace detail
@@ -261,25 +266,26 @@ inline void gpu_all_lor_sensitivity(const scanner::polygon_scanner &s,
       plan.grid(dmu.data(), support.data(), run_first.data(), run_last.data());
   const std::uint64_t count =
       std::uint64_t(plan.pairs.size()) * std::uint64_t(plan.families.size());
-  gpu::detail::launch(detail::all_lor_family_kernel, detail::all_lor_warp_blocks(count),
-                      detail::all_lor_block, st, "all_lor_family_kernel", f,
-                      centres.data(), s.crystals_per_ring(), pairs.data(),
-                      families.data(), std::uint32_t(plan.families.size()), count,
-                      diff.data(), walks.data());
+  gpu::detail::launch(detail::all_lor_family_kernel<double>,
+                      detail::all_lor_warp_blocks(count), detail::all_lor_block, st,
+                      "all_lor_family_kernel", f, centres.data(), s.crystals_per_ring(),
+                      pairs.data(), families.data(), std::uint32_t(plan.families.size()),
+                      count, diff.data(), walks.data());
   const int ax = plan.ax;
   const std::int64_t n = plan.p.gp.shape()[std::size_t(ax)];
   const std::int64_t columns = voxels / n;
-  gpu::detail::launch(detail::prefix_along_axis_kernel,
+  gpu::detail::launch(detail::prefix_along_axis_kernel<double>,
                       detail::all_lor_blocks(std::uint64_t(columns)),
                       detail::all_lor_block, st, "prefix_along_axis_kernel", diff.data(),
                       columns, std::int64_t(f.gp.stride[ax]), n);
   const auto &shape = g.shape();
   const unsigned flips = (plan.sym.flip[0] ? 1u : 0u) | (plan.sym.flip[1] ? 2u : 0u) |
                          (plan.sym.flip[2] ? 4u : 0u);
-  gpu::detail::launch(
-      detail::crop_mirrored_kernel, detail::all_lor_blocks(std::uint64_t(g.num_voxels())),
-      detail::all_lor_block, st, "crop_mirrored_kernel", diff.cview().data(), out.data,
-      shape[0], shape[1], shape[2], ax, plan.pad, flips);
+  gpu::detail::launch(detail::crop_mirrored_kernel<double>,
+                      detail::all_lor_blocks(std::uint64_t(g.num_voxels())),
+                      detail::all_lor_block, st, "crop_mirrored_kernel",
+                      diff.cview().data(), out.data, shape[0], shape[1], shape[2], ax,
+                      plan.pad, flips);
   unsigned long long w[2] = {0, 0};
   RESPROJ_CUDA_TRY(
       cudaMemcpyAsync(w, walks.data(), sizeof(w), cudaMemcpyDeviceToHost, st.get()));
@@ -318,7 +324,7 @@ inline void gpu_all_lor_sensitivity_brute_force(const scanner::polygon_scanner &
   detail::launch_all_lor_brute_force(g, mu.empty() ? nullptr : dmu.data(), centres.data(),
                                      nc, s.num_rings(), pairs.cspan(), image.data(), st);
   gpu::detail::launch(
-      detail::crop_mirrored_kernel, detail::all_lor_blocks(std::uint64_t(voxels)),
+      detail::crop_mirrored_kernel<double>, detail::all_lor_blocks(std::uint64_t(voxels)),
       detail::all_lor_block, st, "crop_mirrored_kernel", image.cview().data(), out.data,
       g.shape()[0], g.shape()[1], g.shape()[2], 0, 0, 0u);
   RESPROJ_CUDA_TRY(cudaStreamSynchronize(st.get()));
