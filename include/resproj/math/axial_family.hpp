@@ -38,9 +38,15 @@ template <class T> struct family_grid {
   const std::int32_t *run_first = nullptr;
   const std::int32_t *run_last = nullptr;
 
+  /// True if `offset` and the axis' block `stride[ax] * shape[ax]` fit in
+  /// 32 bits: the divisions below can then be 32-bit ones.
+  RESPROJ_HD bool fits_32bit(std::int64_t offset) const noexcept {
+    return offset >= 0 && offset <= 0xffffffffLL &&
+           gp.stride[ax] * gp.shape[ax] <= 0xffffffffLL;
+  }
   /// Slice index along `ax` of voxel `offset`.
   RESPROJ_HD std::int64_t slice_of(std::int64_t offset) const noexcept {
-    if (offset >= 0 && offset <= 0xffffffffLL) // 32-bit division where it fits
+    if (fits_32bit(offset))
       return std::int64_t((std::uint32_t(offset) / std::uint32_t(gp.stride[ax])) %
                           std::uint32_t(gp.shape[ax]));
     return (offset / gp.stride[ax]) % gp.shape[ax];
@@ -49,7 +55,7 @@ template <class T> struct family_grid {
   /// `ax` removed: 0 .. num_voxels / shape[ax] - 1).
   RESPROJ_HD std::int64_t column_of(std::int64_t offset) const noexcept {
     const std::int64_t s = gp.stride[ax];
-    if (offset >= 0 && offset <= 0xffffffffLL) {
+    if (fits_32bit(offset)) {
       const std::uint32_t o = std::uint32_t(offset), s32 = std::uint32_t(s);
       return std::int64_t((o / (s32 * std::uint32_t(gp.shape[ax]))) * s32 + o % s32);
     }
