@@ -87,6 +87,8 @@ void release_problems() noexcept {
   g_problem.reset();
 }
 
+// Wall time of each call, without the warm-up call of `time_on_host`: a
+// call takes seconds and includes its own set-up, which is part of its cost.
 template <class F> void timed(benchmark::State &state, F &&f) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
