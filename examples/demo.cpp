@@ -275,13 +275,8 @@ int main(int argc, char **argv) {
       const auto setup = [&]() -> recon::gpu_listmode_data {
         if (!set.petsird)
           return recon::gpu_listmode_data(sc, *gds, io, lm_path, corr, tof, *gs, &phases);
-        auto acquisition = recon::read_petsird_events_to_device(
-            petsird_path, std::int64_t(sc.num_detectors()), tof, *gs);
-        gs->synchronize();
-        phases.add("read", "read PETSIRD file -> device", w.lap(),
-                   double(acquisition.count()), "events");
-        return recon::gpu_listmode_data(sc, *gds, std::move(acquisition), corr, tof, *gs,
-                                        &phases);
+        return recon::petsird_listmode_data(sc, *gds, petsird_path, corr, tof, *gs,
+                                            &phases);
       };
       const recon::gpu_listmode_data problem = setup();
       w.lap(); // the problem's phases are in the table already

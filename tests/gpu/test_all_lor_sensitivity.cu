@@ -4,7 +4,8 @@
 // tests/recon/all_lor_problems.hpp: with the mirror flips, with a detector
 // on a plane (flip off), with a water cylinder shorter than the scanner,
 // without attenuation on a shifted image; the GPU brute force against the
-// CPU one; bad input rejected before the output is written.
+// CPU one; bad input rejected before the output is written; the list-mode
+// data of a reconstruction that sums its sensitivity over all LORs.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/recon/all_lor_sensitivity.hpp"
 #include "resproj/recon/gpu_all_lor_sensitivity.cuh"
+#include "resproj/recon/gpu_listmode_setup.cuh"
 
 namespace gpu = resproj::gpu;
 namespace rc = resproj::recon;
@@ -174,4 +176,47 @@ TEST(GpuAllLorSensitivity, RejectsBadInputBeforeWriting) {
   unchanged();
   // Still usable.
   EXPECT_NO_THROW(rc::gpu_all_lor_sensitivity(s, g, m, out.view(), st));
+}
+
+// A list-mode reconstruction's data with `sensitivity_lors::all`: its
+// sensitivity image is the all-LOR sum times the common factor of the
+// corrections (scale x efficiency^2), computed while the events load; and
+// efficiencies that are not uniform are rejected before any event is read.
+TEST(GpuAllLorSensitivity, ListmodeDataSumsOverAllLors) {
+  RESPROJ_REQUIRE_GPU();
+  const auto s = small_tb(4, 5);
+  const auto g = image_geometry::centred({12, 12, 24}, {pitch, pitch, pitch});
+  const rc::sinogram_subsets sub(s, 2, 2, g);
+  rc::corrections c;
+  c.mu = cylinder(g, 20.0, 0.05f);
+  c.efficiency.assign(sub.num_detectors(), 1.25f);
+  c.scale = 0.5f;
+  rc::listmode_data lm;
+  lm.pairs = {0, 30, 5, 100, 7, 61};
+  lm.bins = {0, 0, 0};
+  lm.offset = rc::subset_offsets(3, 2);
+  resproj::tof_params<float> non_tof;
+  gpu::stream st;
+  const rc::device_sinogram_subsets dsub(sub, st);
+  rc::phase_table phases;
+  const rc::gpu_listmode_data d(sub, dsub, lm, c, non_tof, st, true, &phases,
+                                rc::sensitivity_lors::all);
+  std::vector<float> got(std::size_t(g.num_voxels()));
+  d.sensitivity.download(span<float>(got.data(), got.size()), st);
+  st.synchronize();
+  auto want =
+      rc::all_lor_sensitivity(s, g, span<const float>(c.mu.data(), c.mu.size()), 2);
+  for (float &v : want)
+    v *= 0.5f * 1.25f * 1.25f;
+  expect_close(got, want);
+  EXPECT_GT(phases.seconds("sens"), 0.0);
+
+  auto uneven = c;
+  uneven.efficiency[3] = 1.f;
+  expect_invalid(
+      [&] {
+        rc::gpu_listmode_data(sub, dsub, lm, uneven, non_tof, st, true, nullptr,
+                              rc::sensitivity_lors::all);
+      },
+      "c.efficiency");
 }

@@ -6,16 +6,24 @@
 /// subset and reordered once per subset; their multiplicative and additive
 /// corrections; and the sensitivity image with attenuation and
 /// normalisation, computed on a second stream while the events are
-/// prepared. Optionally times each phase into a `phase_table`. Needs nvcc.
+/// prepared (over the sinogram's LORs, or over every LOR of the scanner
+/// with `sensitivity_lors::all`). Optionally times each phase into a
+/// `phase_table`. Needs nvcc.
 ///
 ///   recon::gpu_listmode_data data(sub, dsub, io, "scan.lm", corr, tof, s, &phases);
 ///   auto b = data.backend(recon::start_image(sub.image, 1.f));
 ///   recon::osem(b, iterations, progress);
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <future>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include <thrust/functional.h>
+#include <thrust/transform.h>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
@@ -26,6 +34,7 @@
 #include "resproj/gpu/file_io.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/recon/cpu_osem.hpp"
+#include "resproj/recon/gpu_all_lor_sensitivity.cuh"
 #include "resproj/recon/gpu_corrections.cuh"
 #include "resproj/recon/gpu_listmode_events.cuh"
 #include "resproj/recon/gpu_osem.cuh"
@@ -34,12 +43,30 @@
 RESPROJ_NAMESPACE_BEGIN
 namespace recon {
 
+/// The LORs the sensitivity image of `gpu_listmode_data` sums over.
+enum class sensitivity_lors {
+  /// The LORs of the sinogram of `sinogram_subsets` (its radial trim and
+  /// ring differences), with the detector efficiencies (`gpu_sensitivity`).
+  sinogram,
+  /// Every pair of distinct transaxial crystals of the scanner at every
+  /// ring difference (`gpu_all_lor_sensitivity`), for list-mode data whose
+  /// events may lie on any LOR; efficiencies must be uniform (their square
+  /// is a common factor).
+  all
+};
+
 /// A TOF (or non-TOF, `tof.num_bins == 0`) list-mode reconstruction's
 /// resident data. Set-up allocates and ends with a synchronisation of `s`;
 /// `backend(x0)` then runs OSEM resident. With a `phase_table`, each set-up
 /// phase is timed on the host (`s` is synchronised at every phase boundary;
 /// the sensitivity is timed with events on its own stream, as overlapped).
 /// Keeps references to `sub` and `dsub`.
+///
+/// The last argument of every constructor, `lors`, chooses the LORs the
+/// sensitivity sums over (`sensitivity_lors`); with `sensitivity_lors::all`
+/// they also throw invalid_argument ("c.efficiency") unless the
+/// efficiencies are uniform, and as `gpu_all_lor_sensitivity` for a
+/// scanner or mu-map it cannot take, before any event is read.
 struct gpu_listmode_data {
   const sinogram_subsets &sub;
   const device_sinogram_subsets &dsub;
@@ -56,10 +83,11 @@ struct gpu_listmode_data {
   gpu_listmode_data(const sinogram_subsets &sub_, const device_sinogram_subsets &dsub_,
                     const listmode_data &lm, const corrections &c,
                     const tof_params<float> &tof_, gpu::stream_ref stream,
-                    bool reorder = true, phase_table *phases = nullptr)
+                    bool reorder = true, phase_table *phases = nullptr,
+                    sensitivity_lors lors = sensitivity_lors::sinogram)
       : sub(sub_), dsub(dsub_), s(stream), tof(tof_), corr(c, sub, s),
         sensitivity(sub.image, s) {
-    prepare(reorder, phases, [&](stopwatch &w) {
+    prepare(c, lors, reorder, phases, [&](stopwatch &w) {
       events = upload_events(lm, s);
       mark(phases, w, "upload", "upload events (host -> device)", double(lm.count()),
            "events");
@@ -75,10 +103,11 @@ struct gpu_listmode_data {
   gpu_listmode_data(const sinogram_subsets &sub_, const device_sinogram_subsets &dsub_,
                     gpu::device_file_io &io, const std::string &path,
                     const corrections &c, const tof_params<float> &tof_,
-                    gpu::stream_ref stream, phase_table *phases = nullptr)
+                    gpu::stream_ref stream, phase_table *phases = nullptr,
+                    sensitivity_lors lors = sensitivity_lors::sinogram)
       : sub(sub_), dsub(dsub_), s(stream), tof(tof_), corr(c, sub, s),
         sensitivity(sub.image, s) {
-    prepare(true, phases, [&](stopwatch &w) {
+    prepare(c, lors, true, phases, [&](stopwatch &w) {
       const auto acquisition = read_events_to_device(
           io, path, std::int64_t(sub.num_detectors()), tof.num_bins, s);
       mark(phases, w, "read", "read file -> device, validate",
@@ -97,10 +126,36 @@ struct gpu_listmode_data {
   gpu_listmode_data(const sinogram_subsets &sub_, const device_sinogram_subsets &dsub_,
                     device_events acquisition, const corrections &c,
                     const tof_params<float> &tof_, gpu::stream_ref stream,
-                    phase_table *phases = nullptr)
+                    phase_table *phases = nullptr,
+                    sensitivity_lors lors = sensitivity_lors::sinogram)
       : sub(sub_), dsub(dsub_), s(stream), tof(tof_), corr(c, sub, s),
         sensitivity(sub.image, s) {
-    prepare(true, phases, [&](stopwatch &w) {
+    prepare(c, lors, true, phases, [&](stopwatch &w) {
+      events = group_by_subset(acquisition, sub.num_subsets(), s);
+      mark(phases, w, "group", "group by subset", double(events.count()), "events");
+    });
+  }
+
+  /// From the events `read(s)` returns in device memory in acquisition
+  /// order (one subset, valid for the scanner and `tof`; e.g. a PETSIRD
+  /// file through `read_petsird_events_to_device`): `read` runs while the
+  /// sensitivity is computed on a second stream (timed as the phase "read",
+  /// named `read_name`), then the events are grouped into
+  /// `sub.num_subsets()` subsets and reordered on the GPU.
+  /// @throws whatever `read` throws; invalid_argument ("acquisition")
+  ///         unless it returns one subset; as `device_corrections`.
+  template <class Read, class = std::enable_if_t<std::is_invocable_r_v<
+                            device_events, Read &, gpu::stream_ref>>>
+  gpu_listmode_data(const sinogram_subsets &sub_, const device_sinogram_subsets &dsub_,
+                    Read &&read, const corrections &c, const tof_params<float> &tof_,
+                    gpu::stream_ref stream, phase_table *phases = nullptr,
+                    const char *read_name = "read events -> device",
+                    sensitivity_lors lors = sensitivity_lors::sinogram)
+      : sub(sub_), dsub(dsub_), s(stream), tof(tof_), corr(c, sub, s),
+        sensitivity(sub.image, s) {
+    prepare(c, lors, true, phases, [&](stopwatch &w) {
+      const device_events acquisition = read(s);
+      mark(phases, w, "read", read_name, double(acquisition.count()), "events");
       events = group_by_subset(acquisition, sub.num_subsets(), s);
       mark(phases, w, "group", "group by subset", double(events.count()), "events");
     });
@@ -124,21 +179,46 @@ private:
         phases, w, [this] { s.synchronize(); }, key, name, items, item_name);
   }
 
-  /// The common set-up: sensitivity on a second stream, `load_events`
-  /// (fills `events`), reorder, per-event corrections, join.
+  /// The common set-up: sensitivity on a second stream (with
+  /// `sensitivity_lors::all`, from a host thread, since its plan is made
+  /// on the host), `load_events` (fills `events`), reorder, per-event
+  /// corrections, join.
   template <class Load>
-  void prepare(bool reorder, phase_table *phases, Load &&load_events) {
+  void prepare(const corrections &c, sensitivity_lors lors, bool reorder,
+               phase_table *phases, Load &&load_events) {
+    float factor = 1;
+    if (lors == sensitivity_lors::all) {
+      factor = all_lor_factor(c);
+      detail::check_all_lor_inputs(sub.scanner, sub.image,
+                                   span<const float>(c.mu.data(), c.mu.size()));
+    }
     stopwatch w;
     gpu::stream side;
     gpu::event ready, t0(true), t1(true);
     ready.record(s); // the mu-map and efficiencies are uploaded on s
     ready.make_wait(side);
     t0.record(side);
-    {
-      gpu::device_buffer<float> work(sub.max_subset_count(), side);
-      gpu_sensitivity(sub, dsub, corr, work.span(), sensitivity, side);
-    } // work freed in the side stream's order
-    t1.record(side);
+    std::future<void> all_lors;
+    if (lors == sensitivity_lors::all) {
+      all_lors = std::async(std::launch::async, [this, &c, &side, &t1, factor] {
+        const gpu::device_guard guard(sensitivity.device());
+        gpu_all_lor_sensitivity(sub.scanner, sub.image,
+                                span<const float>(c.mu.data(), c.mu.size()),
+                                sensitivity.view(), side);
+        if (factor != 1.f) {
+          float *v = sensitivity.view().data;
+          thrust::transform(detail::on(side), v, v + sub.image.num_voxels(), v,
+                            thrust::placeholders::_1 * factor);
+        }
+        t1.record(side);
+      });
+    } else {
+      {
+        gpu::device_buffer<float> work(sub.max_subset_count(), side);
+        gpu_sensitivity(sub, dsub, corr, work.span(), sensitivity, side);
+      } // work freed in the side stream's order
+      t1.record(side);
+    }
     mark(phases, w, "mu", "mu-map upload, sensitivity queued");
     try {
       load_events(w);
@@ -155,17 +235,36 @@ private:
       mark(phases, w, "corr", "per-event corrections (attenuation, eff.)",
            double(count()), "events");
     } catch (...) {
+      if (all_lors.valid())
+        all_lors.wait();
       side.synchronize(); // the sensitivity kernels still use members
       throw;
     }
+    if (all_lors.valid())
+      all_lors.get(); // rethrows the thread's exception
     t1.make_wait(s);
     s.synchronize();
     if (phases) {
+      const bool all = lors == sensitivity_lors::all;
       phases->add("sens_wait", "wait for the sensitivity", w.lap());
-      phases->add("sens", "sensitivity with attenuation (2nd stream)",
+      phases->add("sens",
+                  all ? "sensitivity, all LORs (host plan + 2nd stream)"
+                      : "sensitivity with attenuation (2nd stream)",
                   1e-3 * double(gpu::event::elapsed_ms(t0, t1)),
-                  double(sub.total_count()), "LORs", true);
+                  all ? 0.0 : double(sub.total_count()), all ? "" : "LORs", true);
     }
+  }
+
+  /// The common factor of every LOR's correction for `sensitivity_lors::all`:
+  /// `scale * e^2` for uniform efficiencies e.
+  /// @throws invalid_argument ("c.efficiency") unless uniform.
+  static float all_lor_factor(const corrections &c) {
+    const float e = c.efficiency.empty() ? 1.f : c.efficiency.front();
+    if (std::any_of(c.efficiency.begin(), c.efficiency.end(),
+                    [e](float v) { return v != e; }))
+      resproj::detail::throw_invalid("c.efficiency",
+                                     "must be uniform for the sensitivity over all LORs");
+    return c.scale * e * e;
   }
 };
 
