@@ -440,6 +440,26 @@ TEST_F(GpuTest, PoolUsageReturnsToBaseline) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+TEST_F(GpuTest, PoolPeakCoversTheLargestMomentSinceReset) {
+  const int dev = gpu::current_device();
+  gpu::stream s;
+  s.synchronize();
+  gpu::reset_pool_peak(dev);
+  const std::uint64_t baseline = gpu::pool_used_bytes(dev);
+  EXPECT_EQ(gpu::pool_peak_used_bytes(dev), baseline);
+  const std::size_t n = std::size_t(1) << 24; // 64 MiB of float
+  {
+    gpu::device_buffer<float> a(n, s), b(n, s);
+    s.synchronize();
+  }
+  s.synchronize();
+  EXPECT_EQ(gpu::pool_used_bytes(dev), baseline);
+  EXPECT_GE(gpu::pool_peak_used_bytes(dev), baseline + 2 * n * sizeof(float));
+  gpu::reset_pool_peak(dev);
+  EXPECT_LT(gpu::pool_peak_used_bytes(dev), baseline + n * sizeof(float));
+  EXPECT_THROW(gpu::pool_peak_used_bytes(gpu::device_count()), rp::gpu_error);
+}
+
 // ---------------------------------------------------------------------------
 // device_buffer
 // ---------------------------------------------------------------------------

@@ -152,6 +152,26 @@ inline std::uint64_t pool_used_bytes(int device) {
   return detail::pool_attribute(device, cudaMemPoolAttrUsedMemCurrent);
 }
 
+/// The largest number of bytes of the current pool of `device` that were
+/// allocated at once since the pool was made or since the last
+/// `reset_pool_peak` (`cudaMemPoolAttrUsedMemHigh`): the peak device memory
+/// of everything the library (and any other `cudaMallocAsync` user of that
+/// pool) allocated. Thread-safe; does not block.
+/// @throws invalid_argument("device") if negative; gpu_error on failure.
+inline std::uint64_t pool_peak_used_bytes(int device) {
+  return detail::pool_attribute(device, cudaMemPoolAttrUsedMemHigh);
+}
+
+/// Restarts `pool_peak_used_bytes` of `device` from the bytes in use now.
+/// Thread-safe; does not block.
+/// @throws invalid_argument("device") if negative; gpu_error on failure.
+inline void reset_pool_peak(int device) {
+  const cudaMemPool_t pool = detail::current_pool(device);
+  detail::relaxed_capture_scope relaxed;
+  std::uint64_t zero = 0;
+  RESPROJ_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
+}
+
 // ---------------------------------------------------------------------------
 // Deferred frees (see device_buffer's class comment for the semantics).
 // ---------------------------------------------------------------------------
