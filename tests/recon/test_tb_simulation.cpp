@@ -1,20 +1,21 @@
 // The list-mode simulation of the total-body problem (tb_simulation.hpp):
-// event i depends only on the seed and i (not on the thread count or on
-// the range drawn); every event is a LOR of the scanner (distinct
-// transaxial crystals, segment meeting the image box) with a TOF bin in
-// range; the share of random events; the bound on the true weight w(L);
-// w(L) against a brute-force line integral through the phantom; and the
-// trues against the model, computed here independently: their LORs
-// (density w(L) times the chance that the TOF difference falls in the
-// bins, by importance sampling over uniform LORs) and their TOF bins (each
-// LOR's bin distribution for an emission density equal to the activity
-// and Gaussian noise truncated at num_sigmas); bad input.
+// event i depends only on the seed and i (not on the thread count or the
+// range drawn); every event is a LOR of the scanner (distinct transaxial
+// crystals, segment meeting the image box) with a TOF bin in range; the
+// share of randoms, which lie on uniform LORs with uniform bins; the bound
+// on the true weight w(L); w(L) against brute-force line integrals through
+// the phantom; the trues against the model, computed here independently:
+// their LORs (density w(L) times the chance that the TOF difference falls
+// in the bins, by importance sampling over uniform LORs) and their TOF
+// bins (each LOR's bin distribution for an emission density equal to the
+// activity and Gaussian noise truncated at num_sigmas); bad input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "common/expect.hpp"
@@ -192,6 +193,16 @@ double distance(const setup &s, std::uint32_t a, std::uint32_t b, const double x
   return std::sqrt(std::max(0.0, ee - de * de / dd));
 }
 
+// Statistics of the LOR a -> b: midpoint z > 0; transaxial distance from
+// the axis < 60 mm; axial extent > 600 mm.
+void lor_stats(const setup &s, std::uint32_t a, std::uint32_t b, double f[3]) {
+  double p[3], d[3];
+  s.segment(a, b, p, d);
+  f[0] = p[2] + 0.5 * d[2] > 0;
+  f[1] = std::abs(p[0] * d[1] - p[1] * d[0]) < 60 * std::hypot(d[0], d[1]);
+  f[2] = std::abs(d[2]) > 600;
+}
+
 // The trues shared by the model tests.
 const std::vector<listmode_event> &trues(ex::tb_draw_counts *counts = nullptr) {
   static ex::tb_draw_counts c;
@@ -263,13 +274,47 @@ TEST(TbSimulation, EventsAreLorsWithBinsInRange) {
   EXPECT_LT(lors, 99000u);
 }
 
-TEST(TbSimulation, RandomFraction) {
+TEST(TbSimulation, Randoms) {
+  const auto &s = tb();
   ex::tb_draw_counts c;
-  const std::size_t n = 50000;
-  draw(tb().make(0.3, 5), 0, n, 0, &c);
+  const std::size_t n = 41000;
+  draw(s.make(0.3, 5), 0, n, 0, &c);
   EXPECT_NEAR(double(c.randoms) / n, 0.3, 5 * std::sqrt(0.3 * 0.7 / n));
   trues(&c);
   EXPECT_EQ(c.randoms, 0u);
+  // With 99.9% randoms: uniform TOF bins (chi-square, 40 degrees of
+  // freedom) and uniform LORs (statistics against uniform pairs that are
+  // LORs, give or take the 0.1% trues).
+  const auto m = s.make(0.999, 5);
+  const auto ev = draw(m, 0, n, 0);
+  std::vector<double> bins(std::size_t(s.tof.num_bins));
+  double got[3] = {}, want[3] = {}, f[3], lors = 0;
+  for (const auto &e : ev) {
+    bins[std::size_t(e.tof_bin())] += 1;
+    lor_stats(s, e.detector_a(), e.detector_b(), f);
+    for (int k = 0; k < 3; ++k)
+      got[k] += f[k] / n;
+  }
+  double chi2 = 0;
+  const double e = double(n) / s.tof.num_bins;
+  for (const double b : bins)
+    chi2 += (b - e) * (b - e) / e;
+  EXPECT_LT(chi2, 40 + 5 * std::sqrt(80.0));
+  for (std::uint64_t i = 0; i < 100000; ++i) {
+    ex::event_rng r(12, i);
+    const std::uint32_t a = r.below(s.num_detectors()), b = r.below(s.num_detectors());
+    if (!ex::tb_is_lor(m, a, b))
+      continue;
+    lor_stats(s, a, b, f);
+    lors += 1;
+    for (int k = 0; k < 3; ++k)
+      want[k] += f[k];
+  }
+  for (int k = 0; k < 3; ++k) {
+    const double p = want[k] / lors;
+    EXPECT_NEAR(got[k], p, 5 * std::sqrt(p * (1 - p) * (1 / lors + 1.0 / n)) + 0.001)
+        << "statistic " << k;
+  }
 }
 
 TEST(TbSimulation, BoundHoldsAndIsNotLoose) {
@@ -312,8 +357,8 @@ TEST(TbSimulation, TrueWeightEqualsLineIntegrals) {
     if (ex::tb_is_lor(m, a, b) && ex::tb_true_weight(m, a, b) > 0)
       lors.emplace_back(a, b);
   }
-  // Midpoint rule: each of the <= 14 jumps of the integrand (activity
-  // <= 4) costs at most jump x step / 2.
+  // Midpoint rule: each jump of the integrand costs at most jump x step / 2
+  // (activity: <= 14 jumps of <= 4; mu: 2 jumps of water_mu); twice that.
   const int steps = 200000;
   for (const auto &[a, b] : lors) {
     double p[3], d[3];
@@ -326,7 +371,7 @@ TEST(TbSimulation, TrueWeightEqualsLineIntegrals) {
       act += s.phantom.activity(x) * h;
       mu += s.phantom.mu(x) * h;
     }
-    const double tol = std::exp(-mu) * (14 * 2 * h + act * 14 * s.phantom.water_mu * h);
+    const double tol = 2 * std::exp(-mu) * (28 * h + act * s.phantom.water_mu * h);
     EXPECT_NEAR(ex::tb_true_weight(m, a, b), act * std::exp(-mu), tol)
         << "LOR " << a << " " << b;
   }
@@ -335,15 +380,6 @@ TEST(TbSimulation, TrueWeightEqualsLineIntegrals) {
 TEST(TbSimulation, TrueLorsFollowTheModel) {
   const auto &s = tb();
   const auto m = s.make(0.0, 1);
-  // Statistics of a LOR: midpoint z > 0; transaxial distance from the
-  // axis < 60 mm; axial extent > 600 mm.
-  auto stats = [&s](std::uint32_t a, std::uint32_t b, double f[3]) {
-    double p[3], d[3];
-    s.segment(a, b, p, d);
-    f[0] = p[2] + 0.5 * d[2] > 0;
-    f[1] = std::abs(p[0] * d[1] - p[1] * d[0]) < 60 * std::hypot(d[0], d[1]);
-    f[2] = std::abs(d[2]) > 600;
-  };
   // Expectations by importance sampling over uniform ordered pairs:
   // weight w(L) x (share of L's emissions whose TOF difference is binned).
   double sw = 0, swf[3] = {}, f[3];
@@ -360,7 +396,7 @@ TEST(TbSimulation, TrueLorsFollowTheModel) {
     s.segment(a, b, p, d);
     const lor_model lm = model_of(s, p, d, 2.0, false);
     w *= lm.recorded / lm.activity;
-    stats(a, b, f);
+    lor_stats(s, a, b, f);
     w_of.push_back(w);
     f_of.insert(f_of.end(), f, f + 3);
     sw += w;
@@ -371,7 +407,7 @@ TEST(TbSimulation, TrueLorsFollowTheModel) {
   const double n = double(ev.size());
   double got[3] = {};
   for (const auto &e : ev) {
-    stats(e.detector_a(), e.detector_b(), f);
+    lor_stats(s, e.detector_a(), e.detector_b(), f);
     for (int k = 0; k < 3; ++k)
       got[k] += f[k] / n;
   }
@@ -458,7 +494,7 @@ TEST(TbSimulation, TrueTofBinsFollowTheModel) {
   const auto &s = tb();
   const auto &ev = trues();
   double s1 = 0, v1 = 0, s2 = 0, v2 = 0;
-  for (std::size_t i = 0; i < 10000; ++i) {
+  for (std::size_t i = 0; i < 5000; ++i) {
     double p[3], d[3];
     s.segment(ev[i].detector_a(), ev[i].detector_b(), p, d);
     const lor_model lm = model_of(s, p, d, 2.0, true);
@@ -495,13 +531,50 @@ TEST(TbSimulation, BadInput) {
                                 0.3, 1);
       },
       "tof");
+  auto with = [&](const ex::tb_phantom &ph) {
+    return [&s, ph] {
+      ex::make_tb_acquisition(ph, s.det.data(), s.num_detectors(), 840, s.g, s.tof, 0.3,
+                              1);
+    };
+  };
   auto ph = s.phantom;
   while (ph.spheres.size() < 9)
     ph.spheres.push_back(ph.spheres.front());
+  expect_invalid(with(ph), "phantom");
+  ph = s.phantom;
+  ph.semi_axis1 = 0;
+  expect_invalid(with(ph), "phantom");
+  ph = s.phantom;
+  ph.spheres[0].activity = -1;
+  expect_invalid(with(ph), "phantom");
+  ph = s.phantom;
+  ph.background = 0;
+  for (auto &sp : ph.spheres)
+    sp.activity = 0;
+  expect_invalid(with(ph), "phantom"); // no activity: no true event could be drawn
+  for (const auto &bad : {std::make_pair(0, 1.0f), std::make_pair(1, 0.0f)}) {
+    auto t = s.tof;
+    if (bad.first == 0)
+      t.center_offset = 5;
+    else
+      t.num_sigmas = bad.second;
+    expect_invalid(
+        [&] {
+          ex::make_tb_acquisition(s.phantom, s.det.data(), s.num_detectors(), 840, s.g, t,
+                                  0.3, 1);
+        },
+        "tof");
+  }
   expect_invalid(
       [&] {
-        ex::make_tb_acquisition(ph, s.det.data(), s.num_detectors(), 840, s.g, s.tof, 0.3,
-                                1);
+        ex::make_tb_acquisition(s.phantom, nullptr, s.num_detectors(), 840, s.g, s.tof,
+                                0.3, 1);
       },
-      "phantom");
+      "detectors");
+  expect_invalid(
+      [&] {
+        ex::make_tb_acquisition(s.phantom, s.det.data(), s.num_detectors(), 0, s.g, s.tof,
+                                0.3, 1);
+      },
+      "detectors");
 }
