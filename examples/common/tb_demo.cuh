@@ -14,6 +14,7 @@
 
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
