@@ -139,6 +139,17 @@ public:
       decode_lists(budget, out);
   }
 
+  /// Resumes the stream at a time block (the input positioned at its
+  /// union tag, or at a stream count when `stream_left` is 0): `index`
+  /// numbers it, `stream_left` time blocks (it included) are left in the
+  /// current stream block. For decoders started inside the stream.
+  void resume(std::uint64_t index, std::uint64_t stream_left) noexcept {
+    block_index_ = index;
+    stream_left_ = stream_left;
+    in_block_ = false;
+    done_ = false;
+  }
+
 private:
   enum class phase { prompts, delayeds, rest };
 

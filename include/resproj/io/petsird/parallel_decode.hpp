@@ -1,9 +1,9 @@
 /// @file
 /// @brief Block-parallel decoding of PETSIRD time blocks
 /// (`petsird::read_parallel`, `petsird::read_file_parallel`): the file is
-/// read in windows; in each window one thread finds the time-block
-/// boundaries (scanning varints without decoding them), then workers decode
-/// the blocks into the same arrays as `reader`. Standard library and POSIX
+/// read in windows (io/petsird/window_walk.hpp); in each window one thread
+/// finds the time-block boundaries (scanning varints without decoding
+/// them), then workers decode the blocks into the same arrays as `reader`. Standard library and POSIX
 /// only.
 #pragma once
 
@@ -27,7 +27,7 @@
 #include "resproj/io/petsird/events.hpp"
 #include "resproj/io/petsird/header_read.hpp"
 #include "resproj/io/petsird/reader.hpp"
-#include "resproj/io/petsird/skip.hpp"
+#include "resproj/io/petsird/window_walk.hpp"
 #include "resproj/io/positional_file.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -44,59 +44,6 @@ struct parallel_read_options {
 };
 
 namespace detail {
-
-/// Time blocks found in a window: `[start, end)` offsets in the window.
-struct window_scan {
-  std::vector<std::pair<std::size_t, std::size_t>> blocks;
-  std::size_t consumed = 0;      ///< bytes up to the last complete block or count
-  std::uint64_t stream_left = 0; ///< time blocks left in the stream block there
-  bool ended = false;            ///< the stream's closing 0 was read
-  std::exception_ptr error;      ///< why the scan stopped before the end, if it did
-};
-
-/// Scans `in` (a window starting at a time block or a stream count) for
-/// complete time blocks, stopping at the first one it cannot complete (cut
-/// by the window's end, or malformed: `error` says why).
-inline window_scan scan_window(binary_input &in, std::uint64_t stream_left) {
-  window_scan w;
-  w.stream_left = stream_left;
-  const std::uint64_t origin = in.offset();
-  auto rel = [&] { return std::size_t(in.offset() - origin); };
-  try {
-    for (;;) {
-      if (w.stream_left == 0) {
-        const std::uint64_t count = in.uvarint("time_blocks (stream block count)");
-        if (count == 0) {
-          if (in.remaining() != 0)
-            in.fail("end of file", std::to_string(in.remaining()) +
-                                       " bytes after the end of the time-block stream");
-          w.consumed = rel();
-          w.ended = true;
-          return w;
-        }
-        w.stream_left = count;
-        w.consumed = rel();
-      }
-      const std::size_t start = rel();
-      const std::uint8_t tag = in.byte("time block (union tag)");
-      if (tag > 5)
-        in.fail("time block (union tag)",
-                "tag " + std::to_string(tag) + " is not a PETSIRD time block (0-5)");
-      (void)in.u32("time block .time_interval.start");
-      (void)in.u32("time block .time_interval.stop");
-      if (tag == 0)
-        skip_event_block(in);
-      else
-        skip_other_block(in, time_block_kind(tag));
-      w.blocks.emplace_back(start, rel());
-      --w.stream_left;
-      w.consumed = rel();
-    }
-  } catch (const io_error &) {
-    w.error = std::current_exception();
-  }
-  return w;
-}
 
 /// `out` = the chunks of `parts` one after the other (events, blocks,
 /// skipped counts), the events copied on `workers` workers.
@@ -163,70 +110,54 @@ petsird::header read_parallel_blocks(const std::string &path,
   const unsigned threads =
       o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
 
-  std::uint64_t pos = head.offset(), stream_left = 0, block_index = 0;
-  std::size_t window_bytes = std::max<std::size_t>(o.window_bytes, 4096);
   std::vector<unsigned char> window;
   std::vector<event_chunk> decoded;
-  for (;;) {
-    const std::size_t n = std::size_t(std::min<std::uint64_t>(window_bytes, size - pos));
-    const bool at_end = pos + n == size;
-    window.resize(n);
-    file.pread_exact(path, window.data(), n, pos);
-    binary_input scan(window.data(), n, path, pos);
-    const detail::window_scan w = detail::scan_window(scan, stream_left);
-    if (w.blocks.empty() && !w.ended) {
-      if (at_end) {
-        // The next block (or the end) is malformed: the sequential
-        // decoder names the problem as `reader` does; else the scan's error.
-        binary_input in(window.data(), n, path, pos);
-        event_decoder d(in, h.scanner, model.get());
-        event_chunk c;
-        if (stream_left > 0)
-          d.decode_block(block_index, c);
-        else
-          d.next(~std::size_t(0), c);
-        std::rethrow_exception(w.error);
-      }
-      window_bytes = 2 * n; // a time block larger than the window
-      continue;
-    }
-    decoded.resize(w.blocks.size()); // arrays kept from window to window
-    // A malformed block is reported as the sequential reader reports it:
-    // the first one in file order, whichever worker met an error first.
-    std::vector<std::exception_ptr> errors(w.blocks.size());
-    std::atomic<std::size_t> first_bad{w.blocks.size()};
-    run_parallel_tasks(w.blocks.size(),
-                       unsigned(std::min<std::size_t>(threads, w.blocks.size())), o.pool,
-                       [&](unsigned, std::uint64_t t64, const std::atomic<bool> &) {
-                         const std::size_t t = std::size_t(t64);
-                         if (t > first_bad.load(std::memory_order_relaxed))
-                           return; // a block before it is already bad
-                         const auto &b = w.blocks[t];
-                         binary_input in(window.data() + b.first, b.second - b.first,
-                                         path, pos + b.first);
-                         try {
-                           event_decoder d(in, h.scanner, model.get());
-                           decoded[t].clear();
-                           d.decode_block(block_index + t, decoded[t]);
-                           if (in.remaining() != 0)
-                             in.fail("time block " + std::to_string(block_index + t),
-                                     "ends before its scanned length");
-                         } catch (const io_error &) {
-                           errors[t] = std::current_exception();
-                           std::size_t seen = first_bad.load(std::memory_order_relaxed);
-                           while (t < seen && !first_bad.compare_exchange_weak(seen, t))
-                             ;
-                         }
-                       });
-    if (first_bad.load() < w.blocks.size())
-      std::rethrow_exception(errors[first_bad.load()]);
-    g(static_cast<const std::vector<event_chunk> &>(decoded), threads);
-    pos += w.consumed;
-    stream_left = w.stream_left;
-    block_index += w.blocks.size();
-    if (w.ended)
-      return h;
-  }
+  walk_windows(
+      path, h.scanner, head.offset(), size, o.window_bytes,
+      [&](const window_start &at, std::size_t n) {
+        window.resize(n);
+        file.pread_exact(path, window.data(), n, at.pos);
+        return static_cast<const unsigned char *>(window.data());
+      },
+      [](binary_input &in, const window_start &at) {
+        return scan_window(in, at.stream_left);
+      },
+      [&](const window_start &at, const unsigned char *, std::size_t, const window_scan &w) {
+        decoded.resize(w.blocks.size()); // arrays kept from window to window
+        // A malformed block is reported as the sequential reader reports
+        // it: the first one in file order, whichever worker met an error
+        // first.
+        std::vector<std::exception_ptr> errors(w.blocks.size());
+        std::atomic<std::size_t> first_bad{w.blocks.size()};
+        run_parallel_tasks(
+            w.blocks.size(), unsigned(std::min<std::size_t>(threads, w.blocks.size())),
+            o.pool, [&](unsigned, std::uint64_t t64, const std::atomic<bool> &) {
+              const std::size_t t = std::size_t(t64);
+              if (t > first_bad.load(std::memory_order_relaxed))
+                return; // a block before it is already bad
+              const auto &b = w.blocks[t];
+              binary_input in(window.data() + b.first, b.second - b.first, path,
+                              at.pos + b.first);
+              try {
+                event_decoder d(in, h.scanner, model.get());
+                decoded[t].clear();
+                d.decode_block(at.block_index + t, decoded[t]);
+                if (in.remaining() != 0)
+                  in.fail("time block " + std::to_string(at.block_index + t),
+                          "ends before its scanned length");
+              } catch (const io_error &) {
+                errors[t] = std::current_exception();
+                std::size_t seen = first_bad.load(std::memory_order_relaxed);
+                while (t < seen && !first_bad.compare_exchange_weak(seen, t))
+                  ;
+              }
+            });
+        if (first_bad.load() < w.blocks.size())
+          std::rethrow_exception(errors[first_bad.load()]);
+        g(static_cast<const std::vector<event_chunk> &>(decoded), threads);
+      },
+      [] {});
+  return h;
 }
 
 /// `read_parallel`, with `f(event_chunk &)` free to take the chunk's

@@ -144,12 +144,38 @@ enum class time_block_kind : std::uint8_t {
   singles_histogram = 5,
 };
 
+/// Skips the prompt (`delayed` false) or delayed matrix of an event block,
+/// as `skip_nested(in, 3, 3, 0, what)` does, but hands every list to
+/// `list(in, delayed, type_a, type_b, num_events, what)`, which must read
+/// past its `3 * num_events` varints.
+template <class List>
+void skip_coincidence_matrix(binary_input &in, bool delayed, List &&list) {
+  const std::string what =
+      delayed ? "event block .delayed_events" : "event block .prompt_events";
+  const std::size_t rows = in.count(what + " (vector size)", 1);
+  for (std::size_t a = 0; a < rows; ++a) {
+    const std::size_t cols = in.count(what + " (vector size)", 1);
+    for (std::size_t b = 0; b < cols; ++b)
+      list(in, delayed, a, b, std::uint64_t(in.count(what + " (vector size)", 3)), what);
+  }
+}
+
+/// Skips the `3 * n` varints of a list of `n` coincidences.
+struct skip_coincidence_list {
+  void operator()(binary_input &in, bool, std::size_t, std::size_t, std::uint64_t n,
+                  const std::string &what) const {
+    skip_varints(in, 3 * n, what);
+  }
+};
+
 /// Skips the body (after the time interval) of an event time block:
-/// singles, prompts, delayeds, triples and quadruples.
-inline void skip_event_block(binary_input &in) {
+/// singles, prompts, delayeds, triples and quadruples; the prompt and
+/// delayed lists through `list` (see `skip_coincidence_matrix`).
+template <class List = skip_coincidence_list>
+void skip_event_block(binary_input &in, List &&list = List{}) {
   skip_nested(in, 2, 2, 0, "event block .single_events");
-  skip_nested(in, 3, 3, 0, "event block .prompt_events");
-  skip_nested(in, 3, 3, 0, "event block .delayed_events");
+  skip_coincidence_matrix(in, false, list);
+  skip_coincidence_matrix(in, true, list);
   skip_nested(in, 4, 5, 0, "event block .triple_events");
   skip_nested(in, 5, 5, 0, "event block .quadruple_events");
 }
