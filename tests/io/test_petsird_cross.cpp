@@ -148,6 +148,25 @@ TEST(PetsirdCross, ParallelDecodingGivesTheSameEvents) {
   EXPECT_EQ(std::int64_t(c.events.skipped_events), npy<std::int32_t>("multi.skipped")[0]);
 }
 
+TEST(PetsirdCross, PlannedDecodingGivesTheSameEvents) {
+  // The decoding of the GPU reader, on the host: several module types, TOF,
+  // delayeds, time blocks of other kinds; windows from the smallest up.
+  REQUIRE_DATA();
+  for (const std::size_t window : {std::size_t(1), std::size_t(1) << 20}) {
+    pe::parallel_read_options o;
+    o.threads = 3;
+    o.window_bytes = window;
+    pe::detail::host_plan_decoder d;
+    const auto r = pe::detail::read_planned(data_dir() + "/multi.petsird", o, d);
+    EXPECT_EQ(d.prompt_pairs, npy<std::int32_t>("multi.prompt_pairs")) << window;
+    EXPECT_EQ(d.prompt_tof_bins, npy<std::int16_t>("multi.prompt_tof")) << window;
+    EXPECT_EQ(d.delayed_pairs, npy<std::int32_t>("multi.delayed_pairs")) << window;
+    EXPECT_EQ(d.delayed_tof_bins, npy<std::int16_t>("multi.delayed_tof")) << window;
+    EXPECT_EQ(r.num_time_blocks * 3, npy<std::int32_t>("multi.blocks").size());
+    EXPECT_EQ(2 * r.num_prompts, d.prompt_pairs.size());
+  }
+}
+
 TEST(PetsirdCross, NonUniformTofBinsAreRejected) {
   REQUIRE_DATA();
   pe::reader r(data_dir() + "/nonuniform.petsird");

@@ -3,8 +3,8 @@
 /// (`petsird::read_parallel`, `petsird::read_file_parallel`): the file is
 /// read in windows (io/petsird/window_walk.hpp); in each window one thread
 /// finds the time-block boundaries (scanning varints without decoding
-/// them), then workers decode the blocks into the same arrays as `reader`. Standard library and POSIX
-/// only.
+/// them), then workers decode the blocks into the same arrays as `reader`. Standard
+/// library and POSIX only.
 #pragma once
 
 #include <algorithm>
@@ -122,7 +122,8 @@ petsird::header read_parallel_blocks(const std::string &path,
       [](binary_input &in, const window_start &at) {
         return scan_window(in, at.stream_left);
       },
-      [&](const window_start &at, const unsigned char *, std::size_t, const window_scan &w) {
+      [&](const window_start &at, const unsigned char *, std::size_t,
+          const window_scan &w) {
         decoded.resize(w.blocks.size()); // arrays kept from window to window
         // A malformed block is reported as the sequential reader reports
         // it: the first one in file order, whichever worker met an error

@@ -147,14 +147,16 @@ enum class time_block_kind : std::uint8_t {
 /// Skips the prompt (`delayed` false) or delayed matrix of an event block,
 /// as `skip_nested(in, 3, 3, 0, what)` does, but hands every list to
 /// `list(in, delayed, type_a, type_b, num_events, what)`, which must read
-/// past its `3 * num_events` varints.
+/// past its `3 * num_events` varints. A matrix with more than
+/// `module_types` rows or columns is rejected.
 template <class List>
-void skip_coincidence_matrix(binary_input &in, bool delayed, List &&list) {
+void skip_coincidence_matrix(binary_input &in, bool delayed, List &&list,
+                             std::uint64_t module_types) {
   const std::string what =
       delayed ? "event block .delayed_events" : "event block .prompt_events";
-  const std::size_t rows = in.count(what + " (vector size)", 1);
+  const std::size_t rows = in.count(what + " (vector size)", 1, module_types);
   for (std::size_t a = 0; a < rows; ++a) {
-    const std::size_t cols = in.count(what + " (vector size)", 1);
+    const std::size_t cols = in.count(what + " (vector size)", 1, module_types);
     for (std::size_t b = 0; b < cols; ++b)
       list(in, delayed, a, b, std::uint64_t(in.count(what + " (vector size)", 3)), what);
   }
@@ -172,10 +174,11 @@ struct skip_coincidence_list {
 /// singles, prompts, delayeds, triples and quadruples; the prompt and
 /// delayed lists through `list` (see `skip_coincidence_matrix`).
 template <class List = skip_coincidence_list>
-void skip_event_block(binary_input &in, List &&list = List{}) {
+void skip_event_block(binary_input &in, List &&list = List{},
+                      std::uint64_t module_types = std::uint64_t(1) << 40) {
   skip_nested(in, 2, 2, 0, "event block .single_events");
-  skip_coincidence_matrix(in, false, list);
-  skip_coincidence_matrix(in, true, list);
+  skip_coincidence_matrix(in, false, list, module_types);
+  skip_coincidence_matrix(in, true, list, module_types);
   skip_nested(in, 4, 5, 0, "event block .triple_events");
   skip_nested(in, 5, 5, 0, "event block .quadruple_events");
 }

@@ -41,10 +41,11 @@ struct window_scan {
 /// complete time blocks, stopping at the first one it cannot complete (cut
 /// by the window's end, or malformed: `error` says why). The prompt and
 /// delayed lists of event blocks go through `list` (see
-/// `skip_coincidence_matrix`), also those of a block the scan does not
-/// complete.
+/// `skip_coincidence_matrix`, with `module_types`), also those of a block
+/// the scan does not complete.
 template <class List = skip_coincidence_list>
-window_scan scan_window(binary_input &in, std::uint64_t stream_left, List &&list = List{}) {
+window_scan scan_window(binary_input &in, std::uint64_t stream_left, List &&list = List{},
+                        std::uint64_t module_types = std::uint64_t(1) << 40) {
   window_scan w;
   w.stream_left = stream_left;
   const std::uint64_t origin = in.offset();
@@ -72,7 +73,7 @@ window_scan scan_window(binary_input &in, std::uint64_t stream_left, List &&list
       (void)in.u32("time block .time_interval.start");
       (void)in.u32("time block .time_interval.stop");
       if (tag == 0)
-        skip_event_block(in, list);
+        skip_event_block(in, list, module_types);
       else
         skip_other_block(in, time_block_kind(tag));
       w.blocks.emplace_back(start, rel());
@@ -93,9 +94,9 @@ struct window_start {
 };
 
 /// Decodes the file `path` sequentially from `start` (at least one time
-/// block or stream count) until offset `limit` and throws the first error met; if there is none, rethrows `error`, or
-/// (without one) throws an io_error saying that the stretch was found bad
-/// but decodes.
+/// block or stream count) until offset `limit` and throws the first error met; if there
+/// is none, rethrows `error`, or (without one) throws an io_error saying that the stretch
+/// was found bad but decodes.
 [[noreturn]] inline void rethrow_stream_error(const std::string &path,
                                               const scanner_information &s,
                                               const window_start &start,
