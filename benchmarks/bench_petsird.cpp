@@ -12,6 +12,9 @@
 //                           stream (the serial step of the parallel reader)
 //   cpu/petsird/sequential  `reader::next_chunk` to the end (one thread)
 //   cpu/petsird/parallel    `read_file_parallel` (the hardware's threads)
+//   cpu/petsird/planned     the decoding of the GPU reader on the host:
+//                           windows read and planned, then every varint
+//                           decoded from the byte where it ends (one thread)
 //   cpu/listmode/read       the same events as a 10-byte event file,
 //                           `io::read_listmode_file`
 //
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "common/bench_support.hpp"
+#include "common/petsird_files.hpp"
 #include "resproj/io/listmode_file.hpp"
 #include "resproj/io/petsird/petsird.hpp"
 #include "resproj/scanner/dmi.hpp"
@@ -42,56 +46,9 @@ namespace rp = resproj;
 namespace pe = resproj::io::petsird;
 namespace rs = resproj::scanner;
 
-/// The two files of the benchmark, written once.
-struct files {
-  std::size_t events = 0;
-  std::string petsird, listmode;
+using resproj_bench::petsird_files;
 
-  explicit files(std::size_t n) : events(n) {
-    const auto dir = std::filesystem::temp_directory_path();
-    const std::string tag = std::to_string(std::random_device{}());
-    petsird = (dir / ("resproj_bench_" + tag + ".petsird")).string();
-    listmode = (dir / ("resproj_bench_" + tag + ".lm")).string();
-    const auto dmi = rs::dmi();
-    const std::uint32_t nd = std::uint32_t(dmi.num_crystals());
-    const auto tof = rs::dmi_tof<float>();
-    std::mt19937_64 rng(20261201);
-    std::vector<rp::listmode_event> ev(n);
-    for (auto &e : ev) {
-      const std::uint32_t a = std::uint32_t(rng() % nd);
-      std::uint32_t b = std::uint32_t(rng() % nd);
-      if (b == a)
-        b = (b + 1) % nd;
-      e = rp::listmode_event::make(a, b,
-                                   std::int16_t(rng() % std::uint64_t(tof.num_bins)));
-    }
-    pe::scanner_description d(dmi.to_detector_table());
-    d.tof = tof;
-    std::vector<pe::time_block_events> blocks;
-    const std::size_t per_block = 65536;
-    for (std::size_t first = 0; first < n; first += per_block) {
-      pe::time_block_events b;
-      b.start_ms = std::uint32_t(blocks.size());
-      b.stop_ms = b.start_ms + 1;
-      b.prompts = rp::span<const rp::listmode_event>(ev.data() + first,
-                                                     std::min(per_block, n - first));
-      blocks.push_back(b);
-    }
-    pe::write_file(petsird, d,
-                   rp::span<const pe::time_block_events>(blocks.data(), blocks.size()));
-    rp::io::write_listmode_file(listmode,
-                                rp::span<const rp::listmode_event>(ev.data(), n));
-  }
-  ~files() {
-    std::error_code ec;
-    std::filesystem::remove(petsird, ec);
-    std::filesystem::remove(listmode, ec);
-  }
-  files(const files &) = delete;
-  files &operator=(const files &) = delete;
-};
-
-files *g_files = nullptr;
+petsird_files *g_files = nullptr;
 
 void set_items(benchmark::State &state) {
   state.SetItemsProcessed(std::int64_t(state.iterations()) *
@@ -141,6 +98,16 @@ void bm_parallel(benchmark::State &state) {
   set_items(state);
 }
 
+void bm_planned(benchmark::State &state) {
+  for (auto _ : state) {
+    pe::detail::host_plan_decoder d;
+    const auto r = pe::detail::read_planned(g_files->petsird, {}, d);
+    if (r.num_prompts != g_files->events)
+      state.SkipWithError("wrong event count");
+  }
+  set_items(state);
+}
+
 void bm_listmode(benchmark::State &state) {
   for (auto _ : state) {
     const auto ev = rp::io::read_listmode_file(g_files->listmode);
@@ -150,31 +117,17 @@ void bm_listmode(benchmark::State &state) {
   set_items(state);
 }
 
-std::size_t take_events_flag(int &argc, char **argv) {
-  const char *flag = "--petsird_events=";
-  std::size_t n = 4000000;
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0)
-      n = std::size_t(std::atoll(argv[i] + std::strlen(flag)));
-    else
-      argv[out++] = argv[i];
-  }
-  argc = out;
-  return n;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
-  const std::size_t n = take_events_flag(argc, argv);
+  const std::size_t n = resproj_bench::take_petsird_events_flag(argc, argv, 4000000);
   if (!resproj_bench::initialize_with_defaults(argc, argv))
     return 1;
   if (n < 1) {
     std::fprintf(stderr, "--petsird_events must be >= 1\n");
     return 1;
   }
-  files f(n);
+  petsird_files f(n);
   g_files = &f;
   benchmark::AddCustomContext("events", std::to_string(n));
   benchmark::AddCustomContext("threads",
@@ -187,6 +140,7 @@ int main(int argc, char **argv) {
                                                                     bm_scan},
               {"cpu/petsird/sequential", bm_sequential},
               {"cpu/petsird/parallel", bm_parallel},
+              {"cpu/petsird/planned", bm_planned},
               {"cpu/listmode/read", bm_listmode}})
           benchmark::RegisterBenchmark(name, fn)
               ->Unit(benchmark::kMillisecond)

@@ -60,13 +60,12 @@ TEST_F(GpuTest, PetsirdEventsOnTheDeviceEqualTheHostArrays) {
   const std::string path = write_file(dir, 12);
   const pe::file_contents want = pe::read_file(path);
   gpu::stream s;
-  for (const std::size_t staging :
-       {std::size_t(1), std::size_t(97), std::size_t(1) << 20})
-    for (const std::size_t window : {std::size_t(1), std::size_t(1) << 26}) {
+  for (const unsigned threads : {1u, 3u})
+    for (const std::size_t window :
+         {std::size_t(1), std::size_t(20000), std::size_t(1) << 26}) {
       gpu::petsird_device_options o;
-      o.staging_events = staging;
       o.decode.window_bytes = window;
-      o.decode.threads = 2;
+      o.decode.threads = threads;
       const gpu::device_petsird_events ev = gpu::read_petsird_to_device(path, s, o);
       ASSERT_EQ(ev.num_prompts, want.events.prompts.size());
       ASSERT_EQ(ev.num_delayeds, want.events.delayeds.size());
@@ -83,22 +82,80 @@ TEST_F(GpuTest, PetsirdEventsOnTheDeviceEqualTheHostArrays) {
     }
 }
 
+TEST_F(GpuTest, PetsirdOnTheDeviceEqualsTheHostPlannedDecoding) {
+  // Many events with varints of one to three bytes (a scanner of 1.2e4
+  // detectors): tiles in every position of their pages.
+  const resproj_test::temp_dir dir;
+  const resproj::scanner::polygon_scanner ps(40, 60, 300.0, 4.0,
+                                             {-4.0, 0.0, 4.0, 8.0, 12.0});
+  pe::scanner_description d(ps.to_detector_table());
+  d.tof.num_bins = 201;
+  d.tof.bin_width = 2.f;
+  d.tof.sigma = 18.f;
+  const auto n = std::uint32_t(d.detectors.num_detectors());
+  std::mt19937 rng(9);
+  std::vector<std::vector<listmode_event>> ev(40);
+  std::vector<pe::time_block_events> tb;
+  for (std::size_t b = 0; b < ev.size(); ++b)
+    for (std::size_t i = 0; i < 20000 + 977 * b; ++i)
+      ev[b].push_back(
+          listmode_event::make(rng() % n, rng() % n, std::int16_t(rng() % 201)));
+  for (std::size_t b = 0; b + 1 < ev.size(); b += 2)
+    tb.push_back({std::uint32_t(b), std::uint32_t(b + 1),
+                  span<const listmode_event>(ev[b].data(), ev[b].size()),
+                  span<const listmode_event>(ev[b + 1].data(), ev[b + 1].size())});
+  const std::string path = dir.file("large.petsird");
+  pe::write_file(path, d, span<const pe::time_block_events>(tb.data(), tb.size()));
+  const pe::file_contents want = pe::read_file(path);
+  gpu::stream s;
+  for (const std::size_t window : {std::size_t(300000), std::size_t(1) << 26}) {
+    gpu::petsird_device_options o;
+    o.decode.window_bytes = window;
+    const gpu::device_petsird_events got = gpu::read_petsird_to_device(path, s, o);
+    ASSERT_EQ(got.num_prompts, want.events.prompts.size());
+    EXPECT_EQ(head(got.prompt_pairs, 2 * got.num_prompts, s), want.events.prompts.pairs);
+    EXPECT_EQ(head(got.prompt_tof_bins, got.num_prompts, s),
+              want.events.prompts.tof_bins);
+    EXPECT_EQ(head(got.delayed_pairs, 2 * got.num_delayeds, s),
+              want.events.delayeds.pairs);
+    EXPECT_EQ(head(got.delayed_tof_bins, got.num_delayeds, s),
+              want.events.delayeds.tof_bins);
+  }
+}
+
 TEST_F(GpuTest, PetsirdToDeviceRejectsBadArgumentsAndFiles) {
   const resproj_test::temp_dir dir;
   const std::string path = write_file(dir, 2);
   gpu::stream s;
   resproj_test::expect_invalid(
       [&] { (void)gpu::read_petsird_to_device(path, cudaStreamLegacy); }, "s");
-  gpu::petsird_device_options o;
-  o.staging_events = 0;
-  resproj_test::expect_invalid([&] { (void)gpu::read_petsird_to_device(path, s, o); },
-                               "options.staging_events");
   std::string bytes = resproj_test::read_bytes(path);
-  bytes.resize(bytes.size() - 5);
   const std::string cut = dir.file("cut.petsird");
-  resproj_test::write_bytes(cut, bytes);
+  resproj_test::write_bytes(cut, bytes.substr(0, bytes.size() - 5));
   resproj_test::expect_io_error([&] { (void)gpu::read_petsird_to_device(cut, s); },
                                 {cut, "truncated"});
+  // Damaged events, found by the kernel: the reader's own error.
+  const std::uint64_t blocks = pe::reader(path).time_blocks_offset();
+  const std::string bad = dir.file("bad.petsird");
+  for (const std::size_t at :
+       {std::size_t(blocks + 10), std::size_t(blocks + 12), bytes.size() - 10}) {
+    std::string x = bytes;
+    x[at] = char(0x7f);
+    resproj_test::write_bytes(bad, x);
+    std::string want = "no error", got = "no error";
+    try {
+      (void)pe::read_file(bad);
+    } catch (const resproj::io_error &e) {
+      want = e.what();
+    }
+    try {
+      (void)gpu::read_petsird_to_device(bad, s);
+    } catch (const resproj::io_error &e) {
+      got = e.what();
+    }
+    EXPECT_NE(want, "no error") << at;
+    EXPECT_EQ(got, want) << at;
+  }
   // The stream still works afterwards.
   const auto ev = gpu::read_petsird_to_device(path, s);
   EXPECT_EQ(ev.num_time_blocks, 2u);

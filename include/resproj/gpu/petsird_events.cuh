@@ -1,11 +1,11 @@
 /// @file
 /// @brief PETSIRD events straight into device memory
-/// (`gpu::read_petsird_to_device`): the time blocks are decoded on the host
-/// (block-parallel, io/petsird/parallel_decode.hpp), copied by the
-/// decoding workers straight from each block's arrays into pinned buffers
-/// and copied asynchronously into device arrays of detector pairs
-/// and TOF bins, prompts and delayeds separately: the arrays of the host
-/// reader, on the device.
+/// (`gpu::read_petsird_to_device`): the host reads the file in windows and
+/// plans each window's prompt and delayed lists (io/petsird/planned_read.hpp);
+/// a kernel decodes every varint on the device
+/// (gpu/detail/petsird_decode.cuh) into arrays of detector pairs and TOF
+/// bins, prompts and delayeds separately: the arrays of the host reader,
+/// on the device.
 ///
 ///   gpu::stream s;
 ///   auto ev = gpu::read_petsird_to_device("scan.petsird", s);
@@ -16,8 +16,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -26,23 +24,22 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
-#include "resproj/core/thread_pool.hpp"
+#include "resproj/gpu/detail/petsird_decode.cuh"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/event.cuh"
+#include "resproj/gpu/launch.cuh"
 #include "resproj/gpu/pinned_buffer.cuh"
 #include "resproj/gpu/stream.cuh"
-#include "resproj/io/petsird/parallel_decode.hpp"
+#include "resproj/io/petsird/planned_read.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
 
 /// Options of `read_petsird_to_device`.
 struct petsird_device_options {
-  /// Events per pinned staging buffer (two are used in turn), >= 1.
-  std::size_t staging_events = std::size_t(1) << 20;
-  /// Host decoding: threads, window size, thread pool
-  /// (`event_efficiencies` is not used here).
+  /// Host side: threads reading the file, window size (two pinned windows
+  /// are used in turn), thread pool (`event_efficiencies` is not used).
   io::petsird::parallel_read_options decode{};
 };
 
@@ -79,116 +76,136 @@ void reserve_on_stream(device_buffer<T> &b, std::size_t used, std::size_t needed
   b = std::move(bigger);
 }
 
-/// One pinned staging slot: pairs and bins of up to `capacity` events, and
-/// the event recorded after its last copy.
-struct petsird_staging_slot {
-  pinned_buffer<std::int32_t> pairs;
-  pinned_buffer<std::int16_t> bins;
-  event copied;
-  bool busy = false;
+/// Makes pinned `b` hold at least `n` elements (contents not kept).
+template <class T> void reserve_pinned(pinned_buffer<T> &b, std::size_t n) {
+  if (b.size() < n)
+    b = pinned_buffer<T>(std::max(n, b.size() + b.size() / 2));
+}
+
+/// The backend of `io::petsird::detail::read_planned` on the device: each
+/// window's bytes and plan go from one of two pinned slots to the device,
+/// where `petsird_decode_kernel` writes the events into `out`'s arrays.
+class petsird_device_decoder {
+public:
+  petsird_device_decoder(device_petsird_events &out, stream_ref s)
+      : out_(&out), s_(s), bad_(1, s) {
+    bad_.fill(~0u, s);
+  }
+  petsird_device_decoder(const petsird_device_decoder &) = delete;
+  petsird_device_decoder &operator=(const petsird_device_decoder &) = delete;
+  /// Waits for the copies out of the pinned slots (also after an error).
+  ~petsird_device_decoder() {
+    for (slot &sl : slots_)
+      if (sl.busy)
+        try {
+          sl.copied.synchronize();
+        } catch (...) { // the first error is the one reported
+        }
+  }
+
+  unsigned char *window_memory(std::size_t n) {
+    current_ = 1 - current_;
+    slot &sl = slots_[current_];
+    if (sl.busy)
+      sl.copied.synchronize(); // its copies have left the pinned memory
+    sl.busy = false;
+    reserve_pinned(sl.bytes, n);
+    return sl.bytes.data();
+  }
+
+  void decode(const unsigned char *, std::size_t n,
+              const io::petsird::detail::window_plan &plan, std::size_t index) {
+    namespace pd = io::petsird::detail;
+    slot &sl = slots_[current_];
+    reserve_pinned(sl.lists, plan.lists.size());
+    reserve_pinned(sl.tiles, plan.tiles.size());
+    std::copy(plan.lists.begin(), plan.lists.end(), sl.lists.data());
+    std::copy(plan.tiles.begin(), plan.tiles.end(), sl.tiles.data());
+    device_petsird_events &o = *out_;
+    const std::size_t np = std::size_t(plan.prompts), nd = std::size_t(plan.delayeds);
+    reserve_on_stream(o.prompt_pairs, 2 * o.num_prompts, 2 * (o.num_prompts + np), s_);
+    reserve_on_stream(o.prompt_tof_bins, o.num_prompts, o.num_prompts + np, s_);
+    reserve_on_stream(o.delayed_pairs, 2 * o.num_delayeds, 2 * (o.num_delayeds + nd), s_);
+    reserve_on_stream(o.delayed_tof_bins, o.num_delayeds, o.num_delayeds + nd, s_);
+    const std::size_t padded = (n + io::petsird::varint_page_bytes - 1) /
+                               io::petsird::varint_page_bytes *
+                               io::petsird::varint_page_bytes;
+    if (window_.size() < padded)
+      window_ = device_buffer<unsigned char>(padded + padded / 2, s_);
+    if (lists_.size() < plan.lists.size())
+      lists_ = device_buffer<pd::coincidence_list>(2 * plan.lists.size(), s_);
+    if (tiles_.size() < plan.tiles.size())
+      tiles_ = device_buffer<pd::list_tile>(2 * plan.tiles.size(), s_);
+    window_.copy_from_host(sl.bytes.data(), n, 0, s_);
+    if (padded > n) // the tail of the last page is read, never decoded
+      RESPROJ_CUDA_TRY(cudaMemsetAsync(window_.data() + n, 0, padded - n, s_.get()));
+    lists_.copy_from_host(sl.lists.data(), plan.lists.size(), 0, s_);
+    tiles_.copy_from_host(sl.tiles.data(), plan.tiles.size(), 0, s_);
+    sl.copied.record(s_);
+    sl.busy = true;
+    const std::size_t threads = 32 * plan.tiles.size();
+    launch(petsird_decode_kernel,
+           (threads + petsird_decode_threads - 1) / petsird_decode_threads,
+           petsird_decode_threads, s_, "petsird_decode_kernel", window_.data(),
+           tiles_.data(), std::uint64_t(plan.tiles.size()), lists_.data(),
+           o.prompt_pairs.data(), o.prompt_tof_bins.data(), o.delayed_pairs.data(),
+           o.delayed_tof_bins.data(), bad_.data(), unsigned(index));
+    o.num_prompts += np;
+    o.num_delayeds += nd;
+  }
+
+  /// Waits for the stream; the first window the kernel found bad, or ~0.
+  std::size_t first_bad_window() {
+    unsigned bad = 0;
+    bad_.copy_to_host(&bad, 1, 0, s_);
+    s_.synchronize();
+    return bad == ~0u ? ~std::size_t(0) : std::size_t(bad);
+  }
+
+private:
+  struct slot {
+    pinned_buffer<unsigned char> bytes;
+    pinned_buffer<io::petsird::detail::coincidence_list> lists;
+    pinned_buffer<io::petsird::detail::list_tile> tiles;
+    event copied;
+    bool busy = false;
+  };
+  device_petsird_events *out_;
+  stream_ref s_;
+  slot slots_[2];
+  int current_ = 1;
+  device_buffer<unsigned char> window_;
+  device_buffer<io::petsird::detail::coincidence_list> lists_;
+  device_buffer<io::petsird::detail::list_tile> tiles_;
+  device_buffer<unsigned> bad_;
 };
 
 } // namespace detail
 
 /// Reads every prompt and delayed event of the PETSIRD file `path` into
-/// device memory on stream `s` (the current device). The host decodes
-/// windows of time blocks (several threads, `options.decode`) while the
-/// copies of earlier events run; each piece of at most `staging_events`
-/// events goes through one of two pinned buffers. Host-blocking: returns
-/// when the file has been read and the pinned buffers are free; the device
-/// arrays are ready in stream order on `s` (no device-wide synchronisation).
+/// device memory on stream `s` (the current device). The file is read in
+/// windows (`options.decode`) into two pinned buffers in turn by several
+/// host threads, which also count the ends of its varints per 1 KiB page;
+/// one host thread plans the window's prompt and delayed lists from those
+/// counts, and a kernel decodes every varint on its own into the device
+/// arrays while the next window is read. The arrays equal those of
+/// `io::petsird::reader`, and so do the errors: a window found bad is
+/// decoded again on the host to name the problem. Host-blocking: returns
+/// when the file has been read and decoded (the stream is synchronised).
 /// Not graph-capturable.
-/// @throws invalid_argument ("s") for the legacy default stream,
-///         ("options.staging_events") for 0.
+/// @throws invalid_argument ("s") for the legacy default stream.
 /// @throws io_error as `io::petsird::reader` (nothing is usable then);
 ///         gpu_error / gpu_out_of_memory from the runtime.
 inline device_petsird_events
 read_petsird_to_device(const std::string &path, stream_ref s,
                        const petsird_device_options &options = {}) {
   detail::require_explicit_stream(s, "s");
-  if (options.staging_events == 0)
-    throw invalid_argument("options.staging_events", "must be >= 1");
-  const std::size_t cap = options.staging_events;
-  std::array<detail::petsird_staging_slot, 2> slots{
-      detail::petsird_staging_slot{pinned_buffer<std::int32_t>(2 * cap),
-                                   pinned_buffer<std::int16_t>(cap), event(), false},
-      detail::petsird_staging_slot{pinned_buffer<std::int32_t>(2 * cap),
-                                   pinned_buffer<std::int16_t>(cap), event(), false}};
-  std::size_t next_slot = 0;
   device_petsird_events out;
-
-  // Copies the events of `member` of the window's time blocks, in file
-  // order, to the device arrays after the `*count` events already there:
-  // each pinned piece is filled by the workers, one block's share each.
-  auto stage = [&](const std::vector<io::petsird::event_chunk> &blocks,
-                   io::petsird::coincidence_arrays io::petsird::event_chunk::*member,
-                   device_buffer<std::int32_t> &pairs, device_buffer<std::int16_t> &bins,
-                   std::size_t &count, unsigned threads) {
-    std::vector<std::size_t> at(blocks.size() + 1, 0);
-    for (std::size_t i = 0; i < blocks.size(); ++i)
-      at[i + 1] = at[i] + (blocks[i].*member).size();
-    const std::size_t total = at.back();
-    detail::reserve_on_stream(pairs, 2 * count, 2 * (count + total), s);
-    detail::reserve_on_stream(bins, count, count + total, s);
-    std::size_t block = 0;
-    for (std::size_t first = 0; first < total; first += cap) {
-      const std::size_t n = std::min(cap, total - first);
-      detail::petsird_staging_slot &slot = slots[next_slot];
-      next_slot = 1 - next_slot;
-      if (slot.busy)
-        slot.copied.synchronize(); // its previous copy has left the buffer
-      while (at[block + 1] <= first)
-        ++block;
-      std::size_t last = block;
-      while (at[last + 1] < first + n)
-        ++last;
-      run_parallel_tasks(
-          last - block + 1, unsigned(std::min<std::size_t>(threads, last - block + 1)),
-          options.decode.pool, [&](unsigned, std::uint64_t t, const std::atomic<bool> &) {
-            const std::size_t i = block + std::size_t(t);
-            const io::petsird::coincidence_arrays &a = blocks[i].*member;
-            const std::size_t from = std::max(first, at[i]);
-            const std::size_t to = std::min(first + n, at[i + 1]);
-            if (from >= to)
-              return;
-            std::copy_n(a.pairs.data() + 2 * (from - at[i]), 2 * (to - from),
-                        slot.pairs.data() + 2 * (from - first));
-            std::copy_n(a.tof_bins.data() + (from - at[i]), to - from,
-                        slot.bins.data() + (from - first));
-          });
-      pairs.copy_from_host(slot.pairs.data(), 2 * n, 2 * count, s);
-      bins.copy_from_host(slot.bins.data(), n, count, s);
-      slot.copied.record(s);
-      slot.busy = true;
-      count += n;
-    }
-  };
-
-  io::petsird::parallel_read_options decode = options.decode;
-  decode.event_efficiencies = false;
-  try {
-    out.header = io::petsird::detail::read_parallel_blocks(
-        path, decode,
-        [&](const std::vector<io::petsird::event_chunk> &blocks, unsigned threads) {
-          stage(blocks, &io::petsird::event_chunk::prompts, out.prompt_pairs,
-                out.prompt_tof_bins, out.num_prompts, threads);
-          stage(blocks, &io::petsird::event_chunk::delayeds, out.delayed_pairs,
-                out.delayed_tof_bins, out.num_delayeds, threads);
-          for (const auto &b : blocks)
-            out.num_time_blocks += b.blocks.size();
-        });
-  } catch (...) {
-    for (auto &slot : slots) // the pinned buffers must outlive their copies
-      if (slot.busy)
-        try {
-          slot.copied.synchronize();
-        } catch (...) { // the first error is the one reported
-        }
-    throw;
-  }
-  for (auto &slot : slots)
-    if (slot.busy)
-      slot.copied.synchronize();
+  detail::petsird_device_decoder decoder(out, s);
+  const io::petsird::detail::planned_read_result r =
+      io::petsird::detail::read_planned(path, options.decode, decoder);
+  out.header = r.header;
+  out.num_time_blocks = std::size_t(r.num_time_blocks);
   return out;
 }
 
