@@ -11,6 +11,9 @@
 //   gpu/petsird/to_device/window_mib:W   the same with W MiB windows
 //   gpu/listmode/to_device               the 10-byte file,
 //                                        `gpu::read_listmode_to_device`
+//   gpu/pinned_alloc/mib:W               allocating and freeing W MiB of
+//                                        pinned memory (items: MiB), which
+//                                        each read does for its two windows
 //
 // Extra flag (before the Google Benchmark flags):
 //   --petsird_events=N   events in the file (default 40,000,000)
@@ -28,6 +31,7 @@
 #include "common/petsird_files.hpp"
 #include "resproj/gpu/file_io_formats.cuh"
 #include "resproj/gpu/petsird_events.cuh"
+#include "resproj/gpu/pinned_buffer.cuh"
 
 namespace {
 
@@ -86,17 +90,32 @@ void bm_listmode(benchmark::State &state) {
   });
 }
 
+void bm_pinned_alloc(benchmark::State &state, std::size_t mib) {
+  rb::guarded(state, [&] {
+    for (auto _ : state) {
+      const auto t0 = std::chrono::steady_clock::now();
+      { const gpu::pinned_buffer<unsigned char> b(mib << 20); }
+      state.SetIterationTime(seconds_since(t0));
+    }
+    state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(mib));
+  });
+}
+
 void register_all() {
   const auto common = [](benchmark::internal::Benchmark *b) {
     b->Unit(benchmark::kMillisecond)->UseManualTime()->ReportAggregatesOnly(true);
   };
   common(benchmark::RegisterBenchmark("gpu/petsird/to_device",
                                       [](benchmark::State &s) { bm_petsird(s, 0); }));
-  for (const std::size_t w : {16, 256})
+  for (const std::size_t w : {2, 4, 16, 64})
     common(benchmark::RegisterBenchmark(
         ("gpu/petsird/to_device/window_mib:" + std::to_string(w)).c_str(),
         [w](benchmark::State &s) { bm_petsird(s, w); }));
   common(benchmark::RegisterBenchmark("gpu/listmode/to_device", bm_listmode));
+  for (const std::size_t w : {8, 64})
+    common(benchmark::RegisterBenchmark(
+        ("gpu/pinned_alloc/mib:" + std::to_string(w)).c_str(),
+        [w](benchmark::State &s) { bm_pinned_alloc(s, w); }));
 }
 
 } // namespace

@@ -15,6 +15,9 @@
 //   cpu/petsird/planned     the decoding of the GPU reader on the host:
 //                           windows read and planned, then every varint
 //                           decoded from the byte where it ends (one thread)
+//   cpu/petsird/plan_only   the host side of the GPU reader alone: 8 MiB
+//                           windows read (the hardware's threads) and
+//                           planned, nothing decoded
 //   cpu/listmode/read       the same events as a 10-byte event file,
 //                           `io::read_listmode_file`
 //
@@ -108,6 +111,30 @@ void bm_planned(benchmark::State &state) {
   set_items(state);
 }
 
+/// A backend that only takes the windows: the host side of the GPU reader.
+struct plan_only {
+  std::vector<unsigned char> window;
+  unsigned char *window_memory(std::size_t n) {
+    window.resize(n);
+    return window.data();
+  }
+  void decode(const unsigned char *, std::size_t, const pe::detail::window_plan &,
+              std::size_t) {}
+  std::size_t first_bad_window() const noexcept { return ~std::size_t(0); }
+};
+
+void bm_plan_only(benchmark::State &state) {
+  pe::parallel_read_options o;
+  o.window_bytes = std::size_t(8) << 20;
+  for (auto _ : state) {
+    plan_only d;
+    const auto r = pe::detail::read_planned(g_files->petsird, o, d);
+    if (r.num_prompts != g_files->events)
+      state.SkipWithError("wrong event count");
+  }
+  set_items(state);
+}
+
 void bm_listmode(benchmark::State &state) {
   for (auto _ : state) {
     const auto ev = rp::io::read_listmode_file(g_files->listmode);
@@ -141,6 +168,7 @@ int main(int argc, char **argv) {
               {"cpu/petsird/sequential", bm_sequential},
               {"cpu/petsird/parallel", bm_parallel},
               {"cpu/petsird/planned", bm_planned},
+              {"cpu/petsird/plan_only", bm_plan_only},
               {"cpu/listmode/read", bm_listmode}})
           benchmark::RegisterBenchmark(name, fn)
               ->Unit(benchmark::kMillisecond)

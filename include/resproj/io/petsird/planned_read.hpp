@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,7 +44,7 @@ struct planned_read_result {
 };
 
 /// Bytes of file per read task (a multiple of varint_page_bytes).
-inline constexpr std::size_t planned_read_task_bytes = std::size_t(4) << 20;
+inline constexpr std::size_t planned_read_task_bytes = std::size_t(1) << 20;
 
 /// Reads the PETSIRD file `path` window by window (`o.window_bytes`,
 /// `o.threads`, `o.pool`; `o.event_efficiencies` is not used) and hands
@@ -72,6 +73,13 @@ planned_read_result read_planned(const std::string &path, const parallel_read_op
   const positional_file file = positional_file::open_read(path, size);
   const unsigned threads =
       o.threads != 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  // Workers started once for all windows, unless the caller lends some.
+  std::unique_ptr<thread_pool> own_pool;
+  thread_pool *pool = o.pool;
+  if (pool == nullptr && threads > 1) {
+    own_pool = std::make_unique<thread_pool>(threads);
+    pool = own_pool.get();
+  }
 
   varint_end_index index;
   window_plan plan;
@@ -92,7 +100,7 @@ planned_read_result read_planned(const std::string &path, const parallel_read_op
         const std::size_t tasks =
             (n + planned_read_task_bytes - 1) / planned_read_task_bytes;
         run_parallel_tasks(
-            tasks, unsigned(std::min<std::size_t>(threads, tasks)), o.pool,
+            tasks, unsigned(std::min<std::size_t>(threads, tasks)), pool,
             [&](unsigned, std::uint64_t t, const std::atomic<bool> &) {
               const std::size_t first = std::size_t(t) * planned_read_task_bytes;
               const std::size_t bytes = std::min(planned_read_task_bytes, n - first);
