@@ -297,6 +297,27 @@ TEST_F(GpuTest, StreamIsNonBlockingAndKnowsItsDevice) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+TEST_F(GpuTest, StreamPriorityIsTheDevicesGreatestOrLeast) {
+  int least = 0, greatest = 0;
+  RESPROJ_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  gpu::stream plain;
+  const gpu::stream high(gpu::current_device(), gpu::stream_priority::high);
+  const gpu::stream normal(gpu::current_device(), gpu::stream_priority::normal);
+  int p_plain = 1, p_high = 1, p_normal = 1;
+  RESPROJ_CUDA_TRY(cudaStreamGetPriority(plain.get(), &p_plain));
+  RESPROJ_CUDA_TRY(cudaStreamGetPriority(high.get(), &p_high));
+  RESPROJ_CUDA_TRY(cudaStreamGetPriority(normal.get(), &p_normal));
+  EXPECT_EQ(p_high, greatest);
+  EXPECT_EQ(p_normal, least);
+  EXPECT_EQ(p_normal, p_plain);
+  unsigned flags = 0;
+  RESPROJ_CUDA_TRY(cudaStreamGetFlags(high.get(), &flags));
+  EXPECT_TRUE(flags & cudaStreamNonBlocking);
+  EXPECT_THROW(gpu::stream bad(gpu::device_count(), gpu::stream_priority::high),
+               rp::gpu_error);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 TEST_F(GpuTest, StreamRefConversionsAndLegacyRejection) {
   gpu::stream s;
   const cuda::stream_ref cccl(s.get());

@@ -86,22 +86,26 @@ template <class T> void reserve_pinned(pinned_buffer<T> &b, std::size_t n) {
 /// The backend of `io::petsird::detail::read_planned` on the device: each
 /// window's bytes and plan go from one of two pinned slots to the device,
 /// where `petsird_decode_kernel` writes the events into `out`'s arrays.
+/// The copies and kernels run on a high-priority stream of the decoder's
+/// own, so that other work queued meanwhile (a sensitivity image on
+/// another stream) does not hold them back; `out`'s arrays are allocated
+/// on the caller's stream `s`, which waits for the decoding at the end.
 class petsird_device_decoder {
 public:
   petsird_device_decoder(device_petsird_events &out, stream_ref s)
-      : out_(&out), s_(s), bad_(1, s) {
+      : out_(&out), s_(s), fast_(current_device(), stream_priority::high), bad_(1, s) {
     bad_.fill(~0u, s);
+    join(s_, fast_);
   }
   petsird_device_decoder(const petsird_device_decoder &) = delete;
   petsird_device_decoder &operator=(const petsird_device_decoder &) = delete;
-  /// Waits for the copies out of the pinned slots (also after an error).
+  /// Waits for the decoding stream (also after an error: the copies out of
+  /// the pinned slots and the kernels writing into `out`).
   ~petsird_device_decoder() {
-    for (slot &sl : slots_)
-      if (sl.busy)
-        try {
-          sl.copied.synchronize();
-        } catch (...) { // the first error is the one reported
-        }
+    try {
+      fast_.synchronize();
+    } catch (...) { // the first error is the one reported
+    }
   }
 
   unsigned char *window_memory(std::size_t n) {
@@ -114,6 +118,12 @@ public:
     return sl.bytes.data();
   }
 
+  /// `to` waits for the work queued so far on `from`.
+  void join(stream_ref from, stream_ref to) {
+    joined_.record(from);
+    joined_.make_wait(to);
+  }
+
   void decode(const unsigned char *, std::size_t n,
               const io::petsird::detail::window_plan &plan, std::size_t index) {
     namespace pd = io::petsird::detail;
@@ -124,30 +134,37 @@ public:
     std::copy(plan.tiles.begin(), plan.tiles.end(), sl.tiles.data());
     device_petsird_events &o = *out_;
     const std::size_t np = std::size_t(plan.prompts), nd = std::size_t(plan.delayeds);
-    reserve_on_stream(o.prompt_pairs, 2 * o.num_prompts, 2 * (o.num_prompts + np), s_);
-    reserve_on_stream(o.prompt_tof_bins, o.num_prompts, o.num_prompts + np, s_);
-    reserve_on_stream(o.delayed_pairs, 2 * o.num_delayeds, 2 * (o.num_delayeds + nd), s_);
-    reserve_on_stream(o.delayed_tof_bins, o.num_delayeds, o.num_delayeds + nd, s_);
+    if (o.prompt_tof_bins.size() < o.num_prompts + np ||
+        o.delayed_tof_bins.size() < o.num_delayeds + nd) {
+      // Grown on the caller's stream, after the kernels so far.
+      join(fast_, s_);
+      reserve_on_stream(o.prompt_pairs, 2 * o.num_prompts, 2 * (o.num_prompts + np), s_);
+      reserve_on_stream(o.prompt_tof_bins, o.num_prompts, o.num_prompts + np, s_);
+      reserve_on_stream(o.delayed_pairs, 2 * o.num_delayeds, 2 * (o.num_delayeds + nd),
+                        s_);
+      reserve_on_stream(o.delayed_tof_bins, o.num_delayeds, o.num_delayeds + nd, s_);
+      join(s_, fast_);
+    }
     const std::size_t padded = (n + io::petsird::varint_page_bytes - 1) /
                                io::petsird::varint_page_bytes *
                                io::petsird::varint_page_bytes;
     if (window_.size() < padded)
-      window_ = device_buffer<unsigned char>(padded + padded / 2, s_);
+      window_ = device_buffer<unsigned char>(padded + padded / 2, fast_);
     if (lists_.size() < plan.lists.size())
-      lists_ = device_buffer<pd::coincidence_list>(2 * plan.lists.size(), s_);
+      lists_ = device_buffer<pd::coincidence_list>(2 * plan.lists.size(), fast_);
     if (tiles_.size() < plan.tiles.size())
-      tiles_ = device_buffer<pd::list_tile>(2 * plan.tiles.size(), s_);
-    window_.copy_from_host(sl.bytes.data(), n, 0, s_);
+      tiles_ = device_buffer<pd::list_tile>(2 * plan.tiles.size(), fast_);
+    window_.copy_from_host(sl.bytes.data(), n, 0, fast_);
     if (padded > n) // the tail of the last page is read, never decoded
-      RESPROJ_CUDA_TRY(cudaMemsetAsync(window_.data() + n, 0, padded - n, s_.get()));
-    lists_.copy_from_host(sl.lists.data(), plan.lists.size(), 0, s_);
-    tiles_.copy_from_host(sl.tiles.data(), plan.tiles.size(), 0, s_);
-    sl.copied.record(s_);
+      RESPROJ_CUDA_TRY(cudaMemsetAsync(window_.data() + n, 0, padded - n, fast_.get()));
+    lists_.copy_from_host(sl.lists.data(), plan.lists.size(), 0, fast_);
+    tiles_.copy_from_host(sl.tiles.data(), plan.tiles.size(), 0, fast_);
+    sl.copied.record(fast_);
     sl.busy = true;
     const std::size_t threads = 32 * plan.tiles.size();
     launch(petsird_decode_kernel,
            (threads + petsird_decode_threads - 1) / petsird_decode_threads,
-           petsird_decode_threads, s_, "petsird_decode_kernel", window_.data(),
+           petsird_decode_threads, fast_, "petsird_decode_kernel", window_.data(),
            tiles_.data(), std::uint64_t(plan.tiles.size()), lists_.data(),
            o.prompt_pairs.data(), o.prompt_tof_bins.data(), o.delayed_pairs.data(),
            o.delayed_tof_bins.data(), bad_.data(), unsigned(index));
@@ -155,8 +172,9 @@ public:
     o.num_delayeds += nd;
   }
 
-  /// Waits for the stream; the first window the kernel found bad, or ~0.
+  /// Waits for the decoding; the first window the kernel found bad, or ~0.
   std::size_t first_bad_window() {
+    join(fast_, s_);
     unsigned bad = 0;
     bad_.copy_to_host(&bad, 1, 0, s_);
     s_.synchronize();
@@ -173,6 +191,8 @@ private:
   };
   device_petsird_events *out_;
   stream_ref s_;
+  stream fast_; // outlives the buffers below, which are freed in its order
+  event joined_;
   slot slots_[2];
   int current_ = 1;
   device_buffer<unsigned char> window_;

@@ -140,6 +140,10 @@ inline cudaError_t query_capture(cudaStream_t stream, capture_state &out) noexce
 
 } // namespace detail
 
+/// Scheduling priority of a `stream` (normal: the lowest, that of streams
+/// created without one).
+enum class stream_priority { normal, high };
+
 /// Owning CUDA stream, created non-blocking (`cudaStreamNonBlocking`: no
 /// implicit synchronisation with the legacy default stream) on a device it
 /// remembers. Move-only; a moved-from stream holds no handle (its `ref()` is
@@ -168,6 +172,19 @@ public:
   explicit stream(int device) : device_(device) {
     device_guard guard(device);
     RESPROJ_CUDA_TRY(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking));
+  }
+
+  /// Creates a non-blocking stream on `device` with scheduling priority
+  /// `p`: the blocks of a `stream_priority::high` stream's kernels are
+  /// started before those of normal streams whenever both wait for a
+  /// multiprocessor. Does not block.
+  /// @throws gpu_error on failure.
+  stream(int device, stream_priority p) : device_(device) {
+    device_guard guard(device);
+    int least = 0, greatest = 0;
+    RESPROJ_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    RESPROJ_CUDA_TRY(cudaStreamCreateWithPriority(
+        &handle_, cudaStreamNonBlocking, p == stream_priority::high ? greatest : least));
   }
 
   ~stream() noexcept { destroy(); }

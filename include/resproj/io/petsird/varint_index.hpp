@@ -33,15 +33,11 @@ inline std::uint64_t varint_end_bits(const unsigned char *p) noexcept {
   return ~w & 0x8080808080808080u;
 }
 
-inline unsigned popcount64(std::uint64_t v) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  return unsigned(__builtin_popcountll(v));
-#else
-  unsigned n = 0;
-  for (; v != 0; v &= v - 1)
-    ++n;
-  return n;
-#endif
+/// Number of bits set in `bits` of `varint_end_bits` (bit 7 of each byte
+/// at most): one multiply sums them into the top byte, with no dependence
+/// on a population-count instruction.
+inline unsigned count_end_bits(std::uint64_t bits) noexcept {
+  return unsigned(((bits >> 7) * 0x0101010101010101u) >> 56);
 }
 
 } // namespace detail
@@ -51,7 +47,7 @@ inline std::uint64_t count_varint_ends(const unsigned char *p, std::size_t n) no
   std::uint64_t count = 0;
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
-    count += detail::popcount64(detail::varint_end_bits(p + i));
+    count += detail::count_end_bits(detail::varint_end_bits(p + i));
   for (; i < n; ++i)
     count += p[i] < 0x80u ? 1u : 0u;
   return count;
@@ -64,7 +60,7 @@ inline std::size_t after_varint_ends(const unsigned char *p, std::size_t n,
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     std::uint64_t bits = detail::varint_end_bits(p + i);
-    const unsigned c = detail::popcount64(bits);
+    const unsigned c = detail::count_end_bits(bits);
     if (c < k) {
       k -= c;
       continue;
