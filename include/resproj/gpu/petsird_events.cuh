@@ -63,20 +63,6 @@ struct device_petsird_events {
 
 namespace detail {
 
-/// Makes `b` hold at least `needed` elements, keeping the first `used`
-/// (stream-ordered reallocation on `s`, doubling).
-template <class T>
-void reserve_on_stream(device_buffer<T> &b, std::size_t used, std::size_t needed,
-                       stream_ref s) {
-  if (needed <= b.size())
-    return;
-  device_buffer<T> bigger(std::max(needed, 2 * b.size()), s);
-  if (used > 0)
-    RESPROJ_CUDA_TRY(cudaMemcpyAsync(bigger.data(), b.data(), used * sizeof(T),
-                                     cudaMemcpyDeviceToDevice, s.get()));
-  b = std::move(bigger);
-}
-
 /// Makes pinned `b` hold at least `n` elements (contents not kept).
 template <class T> void reserve_pinned(pinned_buffer<T> &b, std::size_t n) {
   if (b.size() < n)
@@ -94,8 +80,8 @@ class petsird_device_decoder {
 public:
   petsird_device_decoder(device_petsird_events &out, stream_ref s)
       : out_(&out), s_(s), fast_(current_device(), stream_priority::high), bad_(1, s) {
-    bad_.fill(~0u, s);
     join(s_, fast_);
+    bad_.fill(~0u, fast_);
   }
   petsird_device_decoder(const petsird_device_decoder &) = delete;
   petsird_device_decoder &operator=(const petsird_device_decoder &) = delete;
@@ -124,6 +110,22 @@ public:
     joined_.make_wait(to);
   }
 
+  /// Makes `b` (allocated on the caller's stream) hold at least `needed`
+  /// elements, doubling, the first `used` copied on the decoding stream (no
+  /// normal-priority work for the decoding to wait for).
+  template <class T>
+  void reserve(device_buffer<T> &b, std::size_t used, std::size_t needed) {
+    if (needed <= b.size())
+      return;
+    device_buffer<T> bigger(std::max(needed, 2 * b.size()), s_);
+    join(s_, fast_);
+    if (used > 0)
+      RESPROJ_CUDA_TRY(cudaMemcpyAsync(bigger.data(), b.data(), used * sizeof(T),
+                                       cudaMemcpyDeviceToDevice, fast_.get()));
+    join(fast_, s_); // the old buffer is freed on s_ after the copy
+    b = std::move(bigger);
+  }
+
   void decode(const unsigned char *, std::size_t n,
               const io::petsird::detail::window_plan &plan, std::size_t index) {
     namespace pd = io::petsird::detail;
@@ -134,17 +136,10 @@ public:
     std::copy(plan.tiles.begin(), plan.tiles.end(), sl.tiles.data());
     device_petsird_events &o = *out_;
     const std::size_t np = std::size_t(plan.prompts), nd = std::size_t(plan.delayeds);
-    if (o.prompt_tof_bins.size() < o.num_prompts + np ||
-        o.delayed_tof_bins.size() < o.num_delayeds + nd) {
-      // Grown on the caller's stream, after the kernels so far.
-      join(fast_, s_);
-      reserve_on_stream(o.prompt_pairs, 2 * o.num_prompts, 2 * (o.num_prompts + np), s_);
-      reserve_on_stream(o.prompt_tof_bins, o.num_prompts, o.num_prompts + np, s_);
-      reserve_on_stream(o.delayed_pairs, 2 * o.num_delayeds, 2 * (o.num_delayeds + nd),
-                        s_);
-      reserve_on_stream(o.delayed_tof_bins, o.num_delayeds, o.num_delayeds + nd, s_);
-      join(s_, fast_);
-    }
+    reserve(o.prompt_pairs, 2 * o.num_prompts, 2 * (o.num_prompts + np));
+    reserve(o.prompt_tof_bins, o.num_prompts, o.num_prompts + np);
+    reserve(o.delayed_pairs, 2 * o.num_delayeds, 2 * (o.num_delayeds + nd));
+    reserve(o.delayed_tof_bins, o.num_delayeds, o.num_delayeds + nd);
     const std::size_t padded = (n + io::petsird::varint_page_bytes - 1) /
                                io::petsird::varint_page_bytes *
                                io::petsird::varint_page_bytes;
@@ -174,10 +169,10 @@ public:
 
   /// Waits for the decoding; the first window the kernel found bad, or ~0.
   std::size_t first_bad_window() {
-    join(fast_, s_);
     unsigned bad = 0;
-    bad_.copy_to_host(&bad, 1, 0, s_);
-    s_.synchronize();
+    bad_.copy_to_host(&bad, 1, 0, fast_);
+    fast_.synchronize();
+    join(fast_, s_);
     return bad == ~0u ? ~std::size_t(0) : std::size_t(bad);
   }
 
@@ -211,9 +206,11 @@ private:
 /// counts, and a kernel decodes every varint on its own into the device
 /// arrays while the next window is read. The arrays equal those of
 /// `io::petsird::reader`, and so do the errors: a window found bad is
-/// decoded again on the host to name the problem. Host-blocking: returns
-/// when the file has been read and decoded (the stream is synchronised).
-/// Not graph-capturable.
+/// decoded again on the host to name the problem. The decoding runs on a
+/// high-priority stream of its own (kernels queued on other streams, such
+/// as a sensitivity image, do not hold it back). Host-blocking: returns
+/// when the file has been read and decoded; the arrays are allocated on `s`
+/// and ready in its order. Not graph-capturable.
 /// @throws invalid_argument ("s") for the legacy default stream.
 /// @throws io_error as `io::petsird::reader` (nothing is usable then);
 ///         gpu_error / gpu_out_of_memory from the runtime.
