@@ -422,6 +422,10 @@ TEST_F(GpuTest, MemoryPoolConfiguration) {
   RESPROJ_CUDA_TRY(
       cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
   EXPECT_EQ(threshold, UINT64_MAX);
+  int internal = 1;
+  RESPROJ_CUDA_TRY(cudaMemPoolGetAttribute(
+      pool, cudaMemPoolReuseAllowInternalDependencies, &internal));
+  EXPECT_EQ(internal, 0);
 
   gpu::configure_memory_pool(dev, std::uint64_t(1) << 20);
   RESPROJ_CUDA_TRY(
@@ -436,6 +440,36 @@ TEST_F(GpuTest, MemoryPoolConfiguration) {
   expect_invalid_argument([] { gpu::configure_memory_pool(-1); }, "device");
   EXPECT_THROW(gpu::pool_used_bytes(gpu::device_count()), rp::gpu_error);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+namespace {
+/// Keeps its block busy for about `cycles` clock cycles, then writes `*out`.
+__global__ void busy_kernel(long long cycles, float *out) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  *out = 1.f;
+}
+} // namespace
+
+TEST_F(GpuTest, AllocationDoesNotWaitForAnotherStreamsWork) {
+  // Memory freed on a stream that is still busy is not handed to an
+  // allocation on another stream (which would then wait for that work).
+  gpu::stream busy, other;
+  { gpu::device_buffer<float> warm(16, busy); } // configures the pool
+  busy.synchronize();
+  {
+    gpu::device_buffer<float> x(std::size_t(1) << 20, busy);
+    busy_kernel<<<1, 1, 0, busy.get()>>>(2000000000LL, x.data()); // about a second
+    RESPROJ_CUDA_TRY(cudaGetLastError());
+  } // x freed in busy's order, after the kernel
+  {
+    gpu::device_buffer<float> y(std::size_t(1) << 20, other);
+    y.zero(other);
+  }
+  other.synchronize();
+  EXPECT_FALSE(busy.query()) << "the allocation waited for the other stream's kernel";
+  busy.synchronize();
 }
 
 TEST_F(GpuTest, PoolUsageReturnsToBaseline) {

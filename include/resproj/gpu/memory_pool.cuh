@@ -11,6 +11,14 @@
 /// `device_buffer` allocation on a device, resproj raises that threshold to
 /// "never" (`UINT64_MAX`) unless someone already set a non-zero threshold.
 /// Call `configure_memory_pool` to choose another value.
+///
+/// At the same time resproj turns off the pool's reuse with internal
+/// dependencies (`cudaMemPoolReuseAllowInternalDependencies`): with it, an
+/// allocation on one stream may take memory freed on another stream whose
+/// work has not finished, and then waits for all of that work. Overlapped
+/// work on two streams (events read and prepared while a sensitivity image
+/// is computed) would then run one after the other. Reuse after a
+/// completed free, or after the streams are joined, stays on.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -68,6 +76,14 @@ inline void mark_configured(pool_registry &registry, int device) {
     registry.fast.fetch_or(std::uint64_t(1) << device, std::memory_order_release);
 }
 
+/// Turns off `cudaMemPoolReuseAllowInternalDependencies` (file comment).
+/// The caller holds a relaxed capture scope.
+inline void no_cross_stream_waits(cudaMemPool_t pool) {
+  int off = 0;
+  RESPROJ_CUDA_TRY(
+      cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &off));
+}
+
 inline std::uint64_t pool_attribute(int device, cudaMemPoolAttr attribute) {
   const cudaMemPool_t pool = current_pool(device);
   relaxed_capture_scope relaxed; // pool queries are "unsafe" during capture
@@ -96,6 +112,7 @@ inline void configure_memory_pool(int device,
     detail::relaxed_capture_scope relaxed;
     RESPROJ_CUDA_TRY(
         cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &value));
+    detail::no_cross_stream_waits(pool);
   }
   detail::pool_registry &registry = detail::pools();
   std::lock_guard<std::mutex> lock(registry.mutex);
@@ -130,6 +147,7 @@ inline void ensure_pool_configured(int device) {
     RESPROJ_CUDA_TRY(
         cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all));
   }
+  no_cross_stream_waits(pool);
   mark_configured(registry, device);
 }
 
