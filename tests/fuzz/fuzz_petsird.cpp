@@ -11,8 +11,9 @@
 //   bytes in memory (chunks of 1000);
 // - every event of an accepted chunk has detectors in [0, num_detectors),
 //   a TOF bin >= 0 and the chunk holds at most the requested events;
-// - read_file_parallel (2 threads, the smallest window) gives the same
-//   outcome, events and error message as the sequential reader;
+// - read_file_parallel and the planned decoding of the GPU reader (on the
+//   host; 2 threads, the smallest window) give the same outcome, events
+//   and error message as the sequential reader;
 // - make_detector_table, tof_parameters of pair [0][0] and efficiency_model
 //   (and its factor for the events read) throw nothing but io_error.
 #include <cstddef>
@@ -141,6 +142,34 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
                    par.events.delayeds.pairs == from_file.delayed_pairs &&
                    par.events.blocks.size() == from_file.blocks,
                "parallel decoding gave other events");
+
+  // Planned decoding (the GPU reader's, on the host): the same outcome,
+  // events and first error.
+  std::string planned_error;
+  pe::detail::host_plan_decoder planned;
+  const outcome rpl = attempt("read_planned", [&] {
+    static resproj::thread_pool pool;
+    pe::parallel_read_options o;
+    o.threads = 2;
+    o.window_bytes = 1;
+    o.pool = &pool;
+    try {
+      (void)pe::detail::read_planned(path, o, planned);
+    } catch (const resproj::io_error &e) {
+      planned_error = e.what();
+      throw;
+    }
+  });
+  FUZZ_CHECK(rpl == rf, "planned: %s, sequential: %s", fuzz::outcome_name(rpl),
+             fuzz::outcome_name(rf));
+  FUZZ_CHECK(planned_error == sequential_error, "errors differ: '%s' / '%s'",
+             planned_error.c_str(), sequential_error.c_str());
+  if (rpl == outcome::ok)
+    FUZZ_CHECK(planned.prompt_pairs == from_file.pairs &&
+                   planned.prompt_tof_bins == from_file.bins &&
+                   planned.delayed_pairs == from_file.delayed_pairs &&
+                   planned.delayed_tof_bins == from_file.delayed_bins,
+               "planned decoding gave other events");
 
   // The header of an opened file, whether or not its time blocks were good.
   bool opened = false;
