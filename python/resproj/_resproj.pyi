@@ -346,6 +346,15 @@ def gpu_sensitivity(
 ) -> None:
     """The sensitivity image into the CUDA array `out` (see resproj.recon.sensitivity)."""
 
+def gpu_all_lor_sensitivity(
+    scanner: PolygonScanner,
+    geometry: ImageGeometry,
+    mu: Array | None,
+    out: Array,
+    stream: int,
+) -> dict[str, int]:
+    """The all-LOR sensitivity image into the CUDA array `out` and what it walked (see resproj.recon.all_lor_sensitivity)."""
+
 class GpuListmodeEvents:
     """List-mode events in device memory (see resproj.listmode.read_to_device)."""
 

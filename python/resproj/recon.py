@@ -370,20 +370,30 @@ def sensitivity(subsets, corrections=None, out=None, *, device=None, like=None, 
     return out
 
 
-def all_lor_sensitivity(scanner, geometry, mu=None, *, threads=0, stats=False):
+def all_lor_sensitivity(
+    scanner, geometry, mu=None, out=None, *, device=None, like=None, stream=None, threads=0,
+    stats=False
+):
     """The sensitivity image with attenuation over every LOR of `scanner`:
     every unordered pair of detectors in distinct transaxial crystals, at
     every ring difference, back-projected with `exp(-integral of mu)` (1
-    without `mu`), Joseph non-TOF in float, summed in double, on the CPU.
+    without `mu`), Joseph non-TOF in float, summed in double.
 
     LORs that are translates of each other along the scanner axis (rings one
     voxel apart) share one footprint walk, and the scanner's mirror flips
     share more; the result equals the LOR-by-LOR sum to rounding. `mu`: a
-    host array of `geometry.shape` (1/mm), or None. `threads`: worker threads
-    (0: all). Returns a NumPy float32 image of `geometry.shape`, or
-    `(image, stats)` with `stats=True` (a dict: lors, families, mirror_flips,
-    attenuation_walks, scatter_walks). Every ring must lie inside the image
-    along the scanner axis.
+    host array of `geometry.shape` (1/mm), or None. Every ring must lie
+    inside the image along the scanner axis.
+
+    On the CPU (`device='cpu'`, or `out` a NumPy array) a NumPy float32 image
+    of `geometry.shape`, on `threads` worker threads (0: all). On a GPU
+    (`device='cuda[:N]'`, or `out` a CUDA array) into `out`, or into a new
+    CuPy or PyTorch array (`like`: 'cupy' or 'torch'; default CuPy when
+    installed), on `stream` (default: the current stream of that array's
+    library); returns the image, complete. Default device: 'cuda' when the
+    GPU backend and a device are present. With `stats=True` returns
+    `(image, stats)` (a dict: lors, families, mirror_flips,
+    attenuation_walks, scatter_walks).
 
     Raises TypeError / ValueError naming a bad argument before any work.
     """
@@ -399,10 +409,34 @@ def all_lor_sensitivity(scanner, geometry, mu=None, *, threads=0, stats=False):
     if threads < 0:
         raise ValueError(f"threads: must be >= 0 (got {threads})")
     m = _host_floats(mu, "mu")
-    if m is not None and m.shape != tuple(geometry.shape):
-        raise ValueError(f"mu: shape {m.shape}, expected {tuple(geometry.shape)}")
-    image, st = _resproj.all_lor_sensitivity(scanner, geometry, m, threads)
-    return (image, dict(st)) if stats else image
+    shape = tuple(geometry.shape)
+    if m is not None and m.shape != shape:
+        raise ValueError(f"mu: shape {m.shape}, expected {shape}")
+    if out is not None:
+        k = _a.kind_of(out, "out")
+        _a.check_writable(out, k, "out")
+        kind, index = ("cuda", _a.device_of(out, k)) if _a.is_cuda(out, k) else ("cpu", 0)
+    else:
+        kind, index = _device(device)
+    if kind == "cpu":
+        if out is not None and (tuple(out.shape) != shape or str(out.dtype) != "float32"):
+            raise ValueError(
+                f"out: shape {tuple(out.shape)} dtype {out.dtype}, expected {shape} float32"
+            )
+        image, st = _resproj.all_lor_sensitivity(scanner, geometry, m, threads)
+        if out is not None:
+            out[...] = image
+            image = out
+        return (image, dict(st)) if stats else image
+    if out is None:
+        lib = _a.cuda_library(like)
+        out = _a.empty_cuda(lib, shape, "float32", index)
+        k = _a.kind_of(out, "out")
+    handle = (
+        _a.current_stream(out, k, index) if stream is None else _a.stream_handle(stream)
+    )
+    st = _resproj.gpu_all_lor_sensitivity(scanner, geometry, m, _a.export(out, k), handle)
+    return (out, dict(st)) if stats else out
 
 
 def total_seconds(phases) -> float:

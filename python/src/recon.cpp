@@ -172,13 +172,8 @@ void bind_recon(nb::module_ &m) {
               scanner, geometry,
               rp::span<const float>(mu_values.data(), mu_values.size()), threads, &st);
         }
-        nb::dict stats;
-        stats["lors"] = st.lors;
-        stats["families"] = st.families;
-        stats["mirror_flips"] = st.mirror_flips;
-        stats["attenuation_walks"] = st.attenuation_walks;
-        stats["scatter_walks"] = st.scatter_walks;
-        return nb::make_tuple(to_numpy(std::move(image), image_shape(geometry)), stats);
+        return nb::make_tuple(to_numpy(std::move(image), image_shape(geometry)),
+                              all_lor_stats(st));
       },
       "scanner"_a, "geometry"_a, "mu"_a.none(), "threads"_a,
       "The all-LOR sensitivity image on the CPU and what it walked (see "

@@ -1,5 +1,6 @@
-// What the CPU and GPU list-mode OSEM bindings share: corrections from
-// host arrays, the phase table as Python dicts, the progress callback with
+// What the CPU and GPU reconstruction bindings share: corrections from
+// host arrays, the all-LOR sensitivity's statistics and the phase table as
+// Python dicts, the progress callback with
 // the GIL, and one call at a time per object.
 #pragma once
 
@@ -20,6 +21,7 @@
 #include "arrays.hpp"
 #include "call.hpp"
 #include "resproj/core/tof.hpp"
+#include "resproj/recon/all_lor_sensitivity.hpp"
 #include "resproj/recon/corrections.hpp"
 #include "resproj/recon/em.hpp"
 #include "resproj/recon/phase_timing.hpp"
@@ -66,6 +68,18 @@ inline rr::corrections corrections_of(const rr::sinogram_subsets &sub,
   c.scale = float(scale);
   c.background = float(background);
   return c;
+}
+
+/// What an all-LOR sensitivity walked, as a dict (lors, families,
+/// mirror_flips, attenuation_walks, scatter_walks).
+inline nb::dict all_lor_stats(const rr::all_lor_sensitivity_stats &st) {
+  nb::dict d;
+  d["lors"] = st.lors;
+  d["families"] = st.families;
+  d["mirror_flips"] = st.mirror_flips;
+  d["attenuation_walks"] = st.attenuation_walks;
+  d["scatter_walks"] = st.scatter_walks;
+  return d;
 }
 
 /// The reconstruction's TOF parameters (None: non-TOF, no bins).

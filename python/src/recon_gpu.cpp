@@ -1,4 +1,5 @@
-// List-mode OSEM on the GPU for the extension module: the compiled
+// The GPU reconstruction for the extension module (sensitivity images,
+// list-mode events in device memory, list-mode OSEM): the compiled
 // reconstruction of resproj::gpu_compiled (gpu/compiled_recon.hpp), on the
 // caller's stream or a stream of its own, with the resident image exported
 // without copies (DLPack, CUDA array interface). Compiled by the host
@@ -24,11 +25,13 @@
 #include "module_parts.hpp"
 #include "recon_common.hpp"
 #include "resproj/gpu/compiled_recon.hpp"
+#include "resproj/scanner/polygon_scanner.hpp"
 
 namespace resproj_py {
 namespace {
 
 namespace rp = resproj;
+namespace rs = resproj::scanner;
 namespace gc = resproj::gpu::compiled;
 using namespace nb::literals;
 
@@ -164,6 +167,40 @@ void bind_recon_gpu(nb::module_ &m) {
       },
       "subsets"_a, "efficiency"_a, "mu"_a, "scale"_a, "out"_a, "stream"_a,
       "The sensitivity image into the CUDA array `out` (see resproj.recon.sensitivity).");
+
+  m.def(
+      "gpu_all_lor_sensitivity",
+      [](const rs::polygon_scanner &scanner, const rp::image_geometry &geometry,
+         const std::optional<in_array> &mu, const out_arg &out, std::uintptr_t stream) {
+        std::vector<float> mu_values;
+        if (mu)
+          mu_values = host_floats(*mu, "mu", std::size_t(geometry.num_voxels()),
+                                  "one per voxel of the image");
+        const array_info o = info_of(out);
+        const place where = place_of(o, "out");
+        if (!where.cuda)
+          throw nb::value_error(
+              "out: a host array; the GPU sensitivity needs a CUDA array");
+        const auto &g = geometry.shape();
+        check_array(o, "out", dt<float>(), "the sensitivity is float32",
+                    {g[0], g[1], g[2]}, true, where, "out");
+        rr::all_lor_sensitivity_stats st;
+        {
+          const nb::gil_scoped_release release;
+          on_caller_stream(where.id, stream, [&](std::uintptr_t s) {
+            gc::all_lor_sensitivity(
+                scanner, geometry,
+                rp::span<const float>(mu_values.data(), mu_values.size()),
+                rp::gpu::device_image_view<float>(static_cast<float *>(o.data), geometry,
+                                                  where.id),
+                reinterpret_cast<cudaStream_t>(s), &st);
+          });
+        }
+        return all_lor_stats(st);
+      },
+      "scanner"_a, "geometry"_a, "mu"_a.none(), "out"_a, "stream"_a,
+      "The all-LOR sensitivity image into the CUDA array `out` and what it walked "
+      "(see resproj.recon.all_lor_sensitivity).");
 
   nb::class_<gpu_listmode_events>(m, "GpuListmodeEvents",
                                   "List-mode events in device memory (see "

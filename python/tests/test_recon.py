@@ -647,7 +647,7 @@ def test_all_lor_sensitivity_equals_lor_by_lor_projections():
     x, y, z = np.meshgrid(*axes, indexing="ij")
     mu = (0.05 * (((x / 12) ** 2 + (y / 8) ** 2 <= 1) & (np.abs(z) <= 20))).astype(np.float32)
 
-    image, stats = recon.all_lor_sensitivity(s, g, mu, threads=2, stats=True)
+    image, stats = recon.all_lor_sensitivity(s, g, mu, device="cpu", threads=2, stats=True)
     assert image.shape == tuple(g.shape) and image.dtype == np.float32
 
     det = s.detector_centres().reshape(s.num_rings, s.crystals_per_ring, 3)
@@ -663,8 +663,35 @@ def test_all_lor_sensitivity_equals_lor_by_lor_projections():
     assert stats["attenuation_walks"] + stats["scatter_walks"] < lors.count / 4
     np.testing.assert_allclose(image, want, rtol=0, atol=2e-5 * want.max())
 
-    plain = recon.all_lor_sensitivity(s, g)
+    plain = recon.all_lor_sensitivity(s, g, device="cpu")
     assert plain.max() > image.max()
+    out = np.full(g.shape, -1, np.float32)
+    assert recon.all_lor_sensitivity(s, g, mu, out) is out
+    np.testing.assert_array_equal(out, image)
+
+
+@gpu
+def test_gpu_all_lor_sensitivity_equals_cpu():
+    lib, to_device, to_host = cuda_lib()
+    s = small_tb_scanner()
+    g = resproj.ImageGeometry.centred((12, 12, 24), (2.85, 2.85, 2.85))
+    mu = np.full(g.shape, 0.01, np.float32)
+    want, want_stats = recon.all_lor_sensitivity(s, g, mu, device="cpu", stats=True)
+    got, stats = recon.all_lor_sensitivity(
+        s, g, mu, device="cuda", like=lib.__name__, stats=True
+    )
+    assert tuple(got.shape) == g.shape
+    assert stats["lors"] == want_stats["lors"]
+    assert relative_error(to_host(got), want) < 1e-5
+    out = to_device(np.full(g.shape, -1, np.float32))
+    assert recon.all_lor_sensitivity(s, g, None, out) is out
+    assert relative_error(to_host(out), recon.all_lor_sensitivity(s, g, device="cpu")) < 1e-5
+    wrong = to_device(np.zeros(g.shape, np.float64))
+    with pytest.raises(TypeError, match="out: dtype float64"):
+        recon.all_lor_sensitivity(s, g, mu, wrong)
+    with pytest.raises(ValueError, match="out: shape"):
+        recon.all_lor_sensitivity(s, g, mu, to_device(np.zeros((3, 3, 3), np.float32)))
+    assert np.all(to_host(wrong) == 0)
 
 
 def test_all_lor_sensitivity_rejects_bad_input():
@@ -682,6 +709,10 @@ def test_all_lor_sensitivity_rejects_bad_input():
         recon.all_lor_sensitivity(s, g, np.full(g.shape, -1.0, np.float32))
     with pytest.raises(ValueError, match="threads"):
         recon.all_lor_sensitivity(s, g, threads=-1)
+    with pytest.raises(ValueError, match="out: shape"):
+        recon.all_lor_sensitivity(s, g, None, np.zeros((3, 3, 3), np.float32))
+    with pytest.raises(TypeError, match="device"):
+        recon.all_lor_sensitivity(s, g, device=0)
     short = resproj.ImageGeometry.centred((12, 12, 10), (2.85, 2.85, 2.85))
     with pytest.raises(ValueError, match="ring 0"):
-        recon.all_lor_sensitivity(s, short)
+        recon.all_lor_sensitivity(s, short, device="cpu")

@@ -1,6 +1,7 @@
 /// @file
 /// @brief Host-only declarations of the GPU reconstruction for translation
-/// units compiled by a plain C++ compiler: the sensitivity image, list-mode
+/// units compiled by a plain C++ compiler: the sensitivity images (over a
+/// sinogram's LORs and over every LOR of a scanner), list-mode
 /// events read into device memory, and the list-mode OSEM of a file on
 /// disk to an image resident on the GPU, set up as `recon::gpu_listmode_data`
 /// does (events read straight into device memory, validated, grouped and
@@ -27,6 +28,7 @@
 #include "resproj/core/span.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/gpu/device_image_view.hpp"
+#include "resproj/recon/all_lor_sensitivity.hpp"
 #include "resproj/recon/corrections.hpp"
 #include "resproj/recon/em.hpp"
 #include "resproj/recon/phase_timing.hpp"
@@ -120,6 +122,26 @@ private:
 void sensitivity_image(const recon::sinogram_subsets &subsets,
                        const recon::corrections &corrections,
                        device_image_view<float> out, cudaStream_t stream);
+
+/// The sensitivity image over every LOR of `scanner` on the GPU that owns
+/// `out`: `recon::gpu_all_lor_sensitivity` (recon/gpu_all_lor_sensitivity.cuh),
+/// compiled. Host-blocking: returns with `out` written (`stream`
+/// synchronised).
+/// @param scanner  every ring inside the image box along its axis
+/// @param geometry the image geometry
+/// @param mu       attenuation per voxel on the host (1/length unit),
+///                 `geometry.num_voxels()` values, or empty for none
+/// @param out      device memory of `out.device`, geometry `geometry`; overwritten
+/// @param stream   a stream of `out.device`, not the legacy default
+/// @param stats    if not null, receives what was walked
+/// @throws invalid_argument ("stream"), as `recon::all_lor_sensitivity` for
+///         `geometry` and `mu`, ("out") for another geometry, ("out.data")
+///         for null, host memory or memory of another device, before
+///         anything is written; gpu_out_of_memory, gpu_error.
+void all_lor_sensitivity(const scanner::polygon_scanner &scanner,
+                         const image_geometry &geometry, span<const float> mu,
+                         device_image_view<float> out, cudaStream_t stream,
+                         recon::all_lor_sensitivity_stats *stats = nullptr);
 
 /// The events of a list-mode file (10-byte records) in memory of the device
 /// that is current at construction: read straight into device memory,

@@ -11,6 +11,7 @@
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/file_io.cuh"
 #include "resproj/gpu/stream.cuh"
+#include "resproj/recon/gpu_all_lor_sensitivity.cuh"
 #include "resproj/recon/gpu_listmode_setup.cuh"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -110,6 +111,14 @@ void sensitivity_image(const recon::sinogram_subsets &subsets,
   device_buffer<float> work(subsets.max_subset_count(), s);
   recon::gpu_sensitivity(subsets, dsub, dc, work.span(), out, s);
   s.synchronize();
+}
+
+void all_lor_sensitivity(const scanner::polygon_scanner &scanner,
+                         const image_geometry &geometry, span<const float> mu,
+                         device_image_view<float> out, cudaStream_t stream,
+                         recon::all_lor_sensitivity_stats *stats) {
+  const stream_ref s = explicit_stream(stream);
+  recon::gpu_all_lor_sensitivity(scanner, geometry, mu, out, s, stats);
 }
 
 struct device_listmode_events::impl {
