@@ -341,32 +341,14 @@ def sensitivity(subsets, corrections=None, out=None, *, device=None, like=None, 
     corrections = _check_subsets_corrections(subsets, corrections)
     eff, mu = corrections._arrays(subsets)
     shape = tuple(subsets.geometry.shape)
-    if out is not None:
-        k = _a.kind_of(out, "out")
-        _a.check_writable(out, k, "out")
-        kind, index = ("cuda", _a.device_of(out, k)) if _a.is_cuda(out, k) else ("cpu", 0)
-    else:
-        kind, index = _device(device)
+    kind, index = _place(out, device)
     if kind == "cpu":
+        if out is not None:
+            _check_host_out(out, shape)
         image = _resproj.cpu_sensitivity(subsets._impl, eff, mu, corrections.scale)
-        if out is None:
-            return image
-        if tuple(out.shape) != shape or str(out.dtype) != "float32":
-            raise ValueError(
-                f"out: shape {tuple(out.shape)} dtype {out.dtype}, expected {shape} float32"
-            )
-        out[...] = image
-        return out
-    if out is None:
-        lib = _a.cuda_library(like)
-        out = _a.empty_cuda(lib, shape, "float32", index)
-        k = _a.kind_of(out, "out")
-    handle = (
-        _a.current_stream(out, k, index) if stream is None else _a.stream_handle(stream)
-    )
-    _resproj.gpu_sensitivity(
-        subsets._impl, eff, mu, corrections.scale, _a.export(out, k), handle
-    )
+        return _into_host_out(image, out)
+    out, exported, handle = _cuda_out(out, shape, index, like, stream)
+    _resproj.gpu_sensitivity(subsets._impl, eff, mu, corrections.scale, exported, handle)
     return out
 
 
@@ -412,31 +394,16 @@ def all_lor_sensitivity(
     shape = tuple(geometry.shape)
     if m is not None and m.shape != shape:
         raise ValueError(f"mu: shape {m.shape}, expected {shape}")
-    if out is not None:
-        k = _a.kind_of(out, "out")
-        _a.check_writable(out, k, "out")
-        kind, index = ("cuda", _a.device_of(out, k)) if _a.is_cuda(out, k) else ("cpu", 0)
-    else:
-        kind, index = _device(device)
+    kind, index = _place(out, device)
     if kind == "cpu":
-        if out is not None and (tuple(out.shape) != shape or str(out.dtype) != "float32"):
-            raise ValueError(
-                f"out: shape {tuple(out.shape)} dtype {out.dtype}, expected {shape} float32"
-            )
-        image, st = _resproj.all_lor_sensitivity(scanner, geometry, m, threads)
         if out is not None:
-            out[...] = image
-            image = out
-        return (image, dict(st)) if stats else image
-    if out is None:
-        lib = _a.cuda_library(like)
-        out = _a.empty_cuda(lib, shape, "float32", index)
-        k = _a.kind_of(out, "out")
-    handle = (
-        _a.current_stream(out, k, index) if stream is None else _a.stream_handle(stream)
-    )
-    st = _resproj.gpu_all_lor_sensitivity(scanner, geometry, m, _a.export(out, k), handle)
-    return (out, dict(st)) if stats else out
+            _check_host_out(out, shape)
+        image, st = _resproj.all_lor_sensitivity(scanner, geometry, m, threads)
+        image = _into_host_out(image, out)
+    else:
+        image, exported, handle = _cuda_out(out, shape, index, like, stream)
+        st = _resproj.gpu_all_lor_sensitivity(scanner, geometry, m, exported, handle)
+    return (image, dict(st)) if stats else image
 
 
 def total_seconds(phases) -> float:
@@ -497,6 +464,46 @@ def _host_floats(x, name):
     if not np.all(np.isfinite(out)):
         raise ValueError(f"{name}: values must be finite")
     return out
+
+
+def _place(out, device):
+    """('cpu', 0) or ('cuda', index): where the output array `out` is (checked
+    writable), else where `device` says."""
+    if out is None:
+        return _device(device)
+    k = _a.kind_of(out, "out")
+    _a.check_writable(out, k, "out")
+    return ("cuda", _a.device_of(out, k)) if _a.is_cuda(out, k) else ("cpu", 0)
+
+
+def _check_host_out(out, shape):
+    """ValueError unless the host array `out` is float32 of `shape`."""
+    if tuple(out.shape) != shape or str(out.dtype) != "float32":
+        raise ValueError(
+            f"out: shape {tuple(out.shape)} dtype {out.dtype}, expected {shape} float32"
+        )
+
+
+def _into_host_out(image, out):
+    """`image`, or `out` (a host array checked by `_check_host_out`) holding it."""
+    if out is None:
+        return image
+    out[...] = image
+    return out
+
+
+def _cuda_out(out, shape, index, like, stream):
+    """(out, exported, stream handle): the CUDA output `out`, or a new float32
+    array of `shape` on device `index` (`like`: its library), exported for
+    the extension, and the stream to run on (`stream`, or the current one of
+    the array's library)."""
+    if out is None:
+        out = _a.empty_cuda(_a.cuda_library(like), shape, "float32", index)
+    k = _a.kind_of(out, "out")
+    handle = (
+        _a.current_stream(out, k, index) if stream is None else _a.stream_handle(stream)
+    )
+    return out, _a.export(out, k), handle
 
 
 def _device(device):

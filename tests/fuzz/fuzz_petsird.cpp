@@ -113,58 +113,48 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
                "file and memory readers gave different events");
 
   // Block-parallel decoding: the same outcome, events and first error.
-  std::string sequential_error, parallel_error;
+  std::string sequential_error;
   try {
     (void)pe::read_file(path);
   } catch (const resproj::io_error &e) {
     sequential_error = e.what();
   }
-  pe::file_contents par;
-  const outcome rp = attempt("read_file_parallel", [&] {
+  // `read(options)` with 2 threads and the smallest window: the same
+  // outcome and first error as the sequential reader.
+  const auto same_as_sequential = [&](const char *name, auto &&read) {
     static resproj::thread_pool pool; // threads kept between inputs
-    pe::parallel_read_options o;
-    o.threads = 2;
-    o.window_bytes = 1;
-    o.pool = &pool;
-    try {
-      par = pe::read_file_parallel(path, o);
-    } catch (const resproj::io_error &e) {
-      parallel_error = e.what();
-      throw;
-    }
-  });
-  FUZZ_CHECK(rp == rf, "parallel: %s, sequential: %s", fuzz::outcome_name(rp),
-             fuzz::outcome_name(rf));
-  FUZZ_CHECK(parallel_error == sequential_error, "errors differ: '%s' / '%s'",
-             parallel_error.c_str(), sequential_error.c_str());
-  if (rp == outcome::ok)
+    std::string error;
+    const outcome r = attempt(name, [&] {
+      pe::parallel_read_options o;
+      o.threads = 2;
+      o.window_bytes = 1;
+      o.pool = &pool;
+      try {
+        read(o);
+      } catch (const resproj::io_error &e) {
+        error = e.what();
+        throw;
+      }
+    });
+    FUZZ_CHECK(r == rf, "%s: %s, sequential: %s", name, fuzz::outcome_name(r),
+               fuzz::outcome_name(rf));
+    FUZZ_CHECK(error == sequential_error, "%s: errors differ: '%s' / '%s'", name,
+               error.c_str(), sequential_error.c_str());
+    return r == outcome::ok;
+  };
+  pe::file_contents par;
+  if (same_as_sequential("read_file_parallel", [&](const pe::parallel_read_options &o) {
+        par = pe::read_file_parallel(path, o);
+      }))
     FUZZ_CHECK(par.events.prompts.pairs == from_file.pairs &&
                    par.events.delayeds.pairs == from_file.delayed_pairs &&
                    par.events.blocks.size() == from_file.blocks,
                "parallel decoding gave other events");
-
-  // Planned decoding (the GPU reader's, on the host): the same outcome,
-  // events and first error.
-  std::string planned_error;
+  // Planned decoding (the GPU reader's, on the host).
   pe::detail::host_plan_decoder planned;
-  const outcome rpl = attempt("read_planned", [&] {
-    static resproj::thread_pool pool;
-    pe::parallel_read_options o;
-    o.threads = 2;
-    o.window_bytes = 1;
-    o.pool = &pool;
-    try {
-      (void)pe::detail::read_planned(path, o, planned);
-    } catch (const resproj::io_error &e) {
-      planned_error = e.what();
-      throw;
-    }
-  });
-  FUZZ_CHECK(rpl == rf, "planned: %s, sequential: %s", fuzz::outcome_name(rpl),
-             fuzz::outcome_name(rf));
-  FUZZ_CHECK(planned_error == sequential_error, "errors differ: '%s' / '%s'",
-             planned_error.c_str(), sequential_error.c_str());
-  if (rpl == outcome::ok)
+  if (same_as_sequential("read_planned", [&](const pe::parallel_read_options &o) {
+        (void)pe::detail::read_planned(path, o, planned);
+      }))
     FUZZ_CHECK(planned.prompt_pairs == from_file.pairs &&
                    planned.prompt_tof_bins == from_file.bins &&
                    planned.delayed_pairs == from_file.delayed_pairs &&

@@ -18,6 +18,7 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
+#include "resproj/io/petsird/varint_index.hpp"
 #include "resproj/io/positional_file.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -261,7 +262,6 @@ public:
         (void)uvarint(what);
       return;
     }
-    constexpr std::uint64_t high_bits = 0x8080808080808080u;
     std::size_t p = pos_;
     std::uint64_t left = n;
     unsigned run = 0; // continuation bytes of the varint being scanned
@@ -269,7 +269,7 @@ public:
     // and none of them is long enough to need the byte-wise check (a varint
     // ends at each byte below 0x80; its tenth byte must be 0 or 1).
     while (left > 8 && end_ - p >= 8) {
-      const std::uint64_t ends = ~load_le64(memory_ + p) & high_bits;
+      const std::uint64_t ends = detail::varint_end_bits(memory_ + p);
       if (ends == 0) {
         if (run + 8 >= 9)
           break;
@@ -278,8 +278,7 @@ public:
         continue;
       }
       const unsigned first = unsigned(ctz64(ends)) / 8;
-      // One bit per byte: the multiply sums the bytes into the top one.
-      const std::uint64_t count = ((ends >> 7) * 0x0101010101010101u) >> 56;
+      const std::uint64_t count = detail::count_end_bits(ends);
       if (count >= left || run + first >= 9)
         break;
       left -= count;
@@ -305,15 +304,6 @@ public:
   }
 
 private:
-  /// Eight bytes as a little-endian integer (byte i in bits 8i..8i+7).
-  static std::uint64_t load_le64(const unsigned char *b) noexcept {
-    std::uint64_t w;
-    std::memcpy(&w, b, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    return w;
-  }
   /// Index of the lowest / highest set bit of `v` (v != 0).
   static int ctz64(std::uint64_t v) noexcept {
 #if defined(__GNUC__) || defined(__clang__)

@@ -23,14 +23,19 @@ inline constexpr std::size_t varint_page_bytes = 1024;
 
 namespace detail {
 
-/// One bit (bit 7 of each byte) per byte of the eight at `p` that is below 0x80.
-inline std::uint64_t varint_end_bits(const unsigned char *p) noexcept {
+/// Eight bytes as a little-endian integer (byte i in bits 8i..8i+7).
+inline std::uint64_t load_le64(const unsigned char *b) noexcept {
   std::uint64_t w;
-  std::memcpy(&w, p, 8);
+  std::memcpy(&w, b, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   w = __builtin_bswap64(w);
 #endif
-  return ~w & 0x8080808080808080u;
+  return w;
+}
+
+/// One bit (bit 7 of each byte) per byte of the eight at `p` that is below 0x80.
+inline std::uint64_t varint_end_bits(const unsigned char *p) noexcept {
+  return ~load_le64(p) & 0x8080808080808080u;
 }
 
 /// Number of bits set in `bits` of `varint_end_bits` (bit 7 of each byte
