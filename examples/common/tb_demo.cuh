@@ -25,6 +25,7 @@
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/gpu/memory_pool.cuh"
 #include "resproj/recon/gpu_listmode_setup.cuh"
+#include "resproj/recon/gpu_multi_listmode.cuh"
 #include "resproj/recon/phase_timing.hpp"
 #include "resproj/scanner/tb.hpp"
 #include "tb_phantom.hpp"
@@ -115,24 +116,45 @@ inline void run_tb_demo(const tb_demo_settings &set,
                                          recon::sensitivity_lors::all);
   w.lap();
   const std::size_t num_events = problem.count();
-  auto b = problem.backend(recon::start_image(geometry, 1.f));
-  b.opt.check_pointers = false; // checked once above; hot loop
-  s.synchronize();
-  phases.add("backend", "OSEM backend set-up", w.lap());
-  recon::osem(b, set.iterations, progress);
-  phases.add("osem", "OSEM iterations", w.lap(), double(num_events) * set.iterations,
-             "events");
   const std::string nii = set.out + "/tb_osem.nii", png = set.out + "/tb_osem.png";
-  gpu::write_nifti_from_device(io, nii, b.x, s);
-  phases.add("nifti", "write NIfTI (device -> file)", w.lap());
-  const std::uint64_t peak_device = gpu::pool_peak_used_bytes(device);
-  const std::vector<float> x = b.image();
+  std::uint64_t peak_device = 0;
+  std::vector<float> x;
+  // OSEM on `b`, whose image (or replica 0) is `result`, then the NIfTI.
+  const auto reconstruct = [&](auto &b, const gpu::device_image<float> &result,
+                               const char *setup_name) {
+    b.opt.check_pointers = false; // checked once above; hot loop
+    b.finish();
+    phases.add("backend", setup_name, w.lap());
+    recon::osem(b, set.iterations, progress);
+    phases.add("osem", "OSEM iterations", w.lap(), double(num_events) * set.iterations,
+               "events");
+    gpu::write_nifti_from_device(io, nii, result, s);
+    phases.add("nifti", "write NIfTI (device -> file)", w.lap());
+    peak_device = gpu::pool_peak_used_bytes(device);
+    x = b.image();
+  };
+  const std::vector<float> start = recon::start_image(geometry, 1.f);
+  const int devices = gpu::device_count();
+  if (devices > 1) { // every visible GPU: events split, one reduction per subset
+    const gpu::device_set all = gpu::device_set::all();
+    const gpu::stream_set streams(all);
+    const recon::multi_device_listmode split(problem, all, streams);
+    recon::multi_device_listmode_backend b(split, start, streams);
+    reconstruct(b, b.x.replica(0), "OSEM set-up (events split across the GPUs)");
+  } else {
+    auto b = problem.backend(start);
+    reconstruct(b, b.x, "OSEM backend set-up");
+  }
 
   std::printf("list-mode file on disk -> NIfTI on disk, by phase:\n");
   phases.print(stdout);
   const double per_it = phases.seconds("osem") / set.iterations;
   std::printf("OSEM: %.3f s per iteration, %.3g events/s (forward + back + update)\n",
               per_it, double(num_events) / per_it);
+  if (devices > 1)
+    std::printf("OSEM on %d GPUs (events split, image replicated); memory below: "
+                "device %d, which also holds the whole set-up\n",
+                devices, device);
   std::printf("peak device memory of the reconstruction %.2f GiB (%.2f GiB in use before "
               "it; events %.2f GiB as 10-byte records); peak host memory (resident) "
               "%.2f GiB\n",
