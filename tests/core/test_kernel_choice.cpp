@@ -71,6 +71,27 @@ TEST(KernelChoice, ReferenceSinogramsTakeLanesAlongPlanes) {
   }
 }
 
+TEST(KernelChoice, SinogramBackProjectionGoesByTransaxialBins) {
+  const auto sino = rp::lor_layout::sinogram(8, radial);
+  EXPECT_TRUE(choose(operation_kind::non_tof, direction::back, sino, subset_lors)
+                  .transaxial_bins);
+  EXPECT_FALSE(choose(operation_kind::non_tof, direction::forward, sino, subset_lors)
+                   .transaxial_bins);
+  // Not whole planes, no layout, forced lanes, other operations: per LOR.
+  EXPECT_FALSE(choose(operation_kind::non_tof, direction::back, sino, subset_lors - 1)
+                   .transaxial_bins);
+  EXPECT_FALSE(
+      choose(operation_kind::non_tof, direction::back, rp::lor_layout{}, subset_lors)
+          .transaxial_bins);
+  gpu::tuning one;
+  one.threads_per_lor = 1;
+  EXPECT_FALSE(
+      choose(operation_kind::non_tof, direction::back, sino, subset_lors, true, one)
+          .transaxial_bins);
+  EXPECT_FALSE(choose(operation_kind::tof_sinogram, direction::back, sino, subset_lors)
+                   .transaxial_bins);
+}
+
 TEST(KernelChoice, TofSinogramForwardKeepsMemoryOrderBackTakesPlanes) {
   const auto sino = rp::lor_layout::sinogram(8, radial);
   expect_choice(

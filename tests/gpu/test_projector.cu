@@ -484,3 +484,103 @@ TEST_F(GpuTest, RowOrderGivesTheSameValues) {
   EXPECT_EQ(b, a);
 }
 } // namespace
+
+namespace {
+/// max |a - b| / max |b|.
+template <class T>
+double max_difference(const std::vector<T> &a, const std::vector<T> &b) {
+  double d = 0, m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    d = std::max(d, std::abs(double(a[i]) - double(b[i])));
+    m = std::max(m, std::abs(double(b[i])));
+  }
+  return m > 0 ? d / m : d;
+}
+
+/// Back projection by transaxial bins against the per-LOR kernel, on the
+/// LORs of a cylindrical scanner as a [ring pair][crystal pair] sinogram:
+/// the plain call (which chooses it), small tiles of rows and short plane
+/// chunks (forced plans), and LOR sets that break the structure (reversed
+/// LORs, random LORs declared as a sinogram), which are back-projected LOR
+/// by LOR.
+template <class T> void check_transaxial_bins(const rp::image_geometry &g) {
+  std::vector<T> starts, ends;
+  cylinder_lors<T>(g, starts, ends);
+  const std::size_t n = starts.size() / 3, rows = 36, columns = n / rows;
+  ASSERT_EQ(rows * columns, n);
+  auto values = random_values<T>(n, 11);
+  for (std::size_t i = 0; i < n; i += 7)
+    values[i] = T(0); // skipped LORs
+  gpu::stream s;
+  auto d_values = gpu::make_device_buffer(rp::span<const T>(values.data(), n), s);
+  const auto run = [&](const std::vector<T> &a, const std::vector<T> &b, int mode,
+                       std::size_t budget, int tile) {
+    auto d_a = gpu::make_device_buffer(rp::span<const T>(a.data(), a.size()), s);
+    auto d_b = gpu::make_device_buffer(rp::span<const T>(b.data(), b.size()), s);
+    const auto lors = rp::lor_view<const T>(d_a.data(), d_b.data(), n)
+                          .with_layout(rp::lor_layout::sinogram(int(columns), 1));
+    gpu::device_image<T> out(g, s);
+    out.zero(s);
+    gpu::kernel_choice c;
+    c.rows = rows;
+    c.transaxial_bins = true;
+    if (mode == 0) { // the per-LOR kernel, lanes along rows
+      c.transaxial_bins = false;
+      back_variant<T>(c, out, lors, d_values.cspan(), s);
+    } else if (mode == 1) { // the plain call
+      const auto choice =
+          gpu::choose_kernel(gpu::operation_kind::non_tof, gpu::direction::back,
+                             lors.layout, n, std::is_same_v<T, float>, 132);
+      EXPECT_TRUE(choice.transaxial_bins);
+      gpu::back(rp::op::non_tof{}, out, lors, d_values.cspan(), s);
+    } else {
+      EXPECT_TRUE(gpu::detail::launch_back_columns(out.view(), lors.normalized(),
+                                                   d_values.cspan(), c, s, budget, tile));
+    }
+    return download(out, s);
+  };
+  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-13;
+  const auto reference = run(starts, ends, 0, 0, 0);
+  EXPECT_LT(max_difference(run(starts, ends, 1, 0, 0), reference), tol) << "plain call";
+  // 128 profile rows (the least), tiles of 7 rows: several tiles and, on
+  // images longer than 128 planes, several plane chunks.
+  const std::size_t entry = 3 * sizeof(T) + 2 * sizeof(int);
+  const std::size_t small = 7 * entry + 128 * std::size_t(g.shape()[2]) * sizeof(T);
+  EXPECT_LT(max_difference(run(starts, ends, 2, small, 7), reference), tol)
+      << "small tiles and chunks";
+  // Every third LOR reversed: those are not members of their bins.
+  std::vector<T> a = starts, b = ends;
+  for (std::size_t i = 0; i < n; i += 3)
+    for (int k = 0; k < 3; ++k)
+      std::swap(a[3 * i + k], b[3 * i + k]);
+  EXPECT_LT(max_difference(run(a, b, 2, small, 7), run(a, b, 0, 0, 0)), tol)
+      << "reversed LORs";
+  // Random LORs declared as a sinogram: hardly any structure.
+  resproj_test_gpu::random_lors<T>(n, g, 5, a, b);
+  EXPECT_LT(max_difference(run(a, b, 1, 0, 0), run(a, b, 0, 0, 0)), tol) << "random LORs";
+}
+
+TEST_F(GpuTest, TransaxialBinsEqualThePerLorBackProjection) {
+  check_transaxial_bins<float>(
+      rp::image_geometry::centred({40, 36, 12}, {2.0, 2.0, 3.0}));
+  check_transaxial_bins<double>(
+      rp::image_geometry::centred({40, 36, 12}, {2.0, 2.0, 3.0}));
+  // Longer than 128 planes along axis 0: plane chunks.
+  check_transaxial_bins<float>(
+      rp::image_geometry::centred({150, 20, 8}, {0.5, 2.0, 3.0}));
+}
+
+TEST_F(GpuTest, TransaxialBinsNeedProfilesThatFit) {
+  // 4096 voxels along the axis: 128 profile rows need 2 MB of shared memory.
+  const auto grid = rp::math::image_grid<float>::from(
+      rp::image_geometry::centred({8, 8, 4096}, {1, 1, 1}));
+  EXPECT_EQ(gpu::detail::make_column_plan(grid, 36, 100 * 1024).profile_rows, 0);
+  const auto ok = gpu::detail::make_column_plan(
+      rp::math::image_grid<float>::from(
+          rp::image_geometry::centred({8, 8, 71}, {1, 1, 1})),
+      1296, 100 * 1024);
+  EXPECT_EQ(ok.profile_rows, 256);
+  EXPECT_EQ(ok.tile_rows, 1296);
+  EXPECT_LE(ok.shared_bytes, 100u * 1024u);
+}
+} // namespace

@@ -33,6 +33,7 @@ struct kernel_choice {
   bool vector_loads = false;       ///< list-mode forward, float: paired neighbour loads
   bool vector_atomics = false;     ///< TOF back, float: paired neighbour atomics
   bool lockstep = false;           ///< list-mode: a warp walks its planes together
+  bool transaxial_bins = false;    ///< non-TOF sinogram back: a block per (view, radial)
   bool wide_index = false;         ///< 64-bit voxel offsets even where 32 bits fit
   bool check_pointers = true;      ///< residency checks before the launch
   stencil_workspace_ref stencil{}; ///< TOF back: the caller's workspace
@@ -50,6 +51,7 @@ struct kernel_rule {
   bool planes_as_rows; ///< lanes take neighbouring planes of a sinogram
   int lanes;           ///< lanes per LOR for a chunk that fills the GPU
   bool sample_first, vector_loads, vector_atomics, lockstep;
+  bool transaxial_bins; ///< sinogram back: axial profiles per (view, radial) bin
   const char *measured_in;
 };
 
@@ -58,29 +60,29 @@ using order = lor_layout::order;
 /// layout has no row of its own takes the operation's `unordered` row.
 inline constexpr kernel_rule kernel_table[] = {
     // operation, direction, layout, rows, lanes, sample first, vector loads,
-    // vector atomics, lock-step
+    // vector atomics, lock-step, transaxial bins
     {operation_kind::non_tof, direction::forward, order::unordered, false, 4, false,
-     false, false, false, "Non-TOF mapping"},
+     false, false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::forward, order::sinogram, true, 1, false, false,
-     false, false, "Non-TOF mapping"},
+     false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::back, order::unordered, false, 4, false, false,
-     false, false, "Non-TOF mapping"},
+     false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false,
-     false, false, "Non-TOF mapping"},
+     false, false, true, "Transaxial bins"},
     {operation_kind::tof_sinogram, direction::forward, order::unordered, false, 8, false,
-     false, false, false, "TOF sinogram"},
+     false, false, false, false, "TOF sinogram"},
     {operation_kind::tof_sinogram, direction::back, order::unordered, false, 4, false,
-     false, true, false, "TOF sinogram"},
+     false, true, false, false, "TOF sinogram"},
     {operation_kind::tof_sinogram, direction::back, order::sinogram, true, 1, false,
-     false, false, false, "TOF sinogram"},
+     false, false, false, false, "TOF sinogram"},
     {operation_kind::tof_listmode, direction::forward, order::unordered, false, 2, true,
-     true, false, false, "TOF list-mode"},
-    {operation_kind::tof_listmode, direction::forward, order::sorted_events, false, 2,
      true, false, false, false, "TOF list-mode"},
+    {operation_kind::tof_listmode, direction::forward, order::sorted_events, false, 2,
+     true, false, false, false, false, "TOF list-mode"},
     {operation_kind::tof_listmode, direction::back, order::unordered, false, 2, false,
-     false, true, false, "TOF list-mode"},
+     false, true, false, false, "TOF list-mode"},
     {operation_kind::tof_listmode, direction::back, order::sorted_events, false, 1, false,
-     false, true, true, "TOF list-mode"},
+     false, true, true, false, "TOF list-mode"},
 };
 
 /// The table's row for (operation, direction, layout order).
@@ -143,6 +145,7 @@ inline kernel_choice choose_kernel(operation_kind operation, direction dir,
   c.sample_first = r->sample_first;
   c.vector_loads = r->vector_loads && is_float;
   c.vector_atomics = r->vector_atomics && is_float;
+  c.transaxial_bins = r->transaxial_bins && rows > 1 && t.threads_per_lor == 0;
   // Lock-step needs a full GPU of events; smaller calls take lanes instead.
   c.lockstep = r->lockstep && t.threads_per_lor == 0 && count >= wanted;
   if (tof && dir == direction::back)

@@ -35,17 +35,26 @@ inline int multiprocessor_count(int device) {
   return sms;
 }
 
-/// Launches `kernel<<<blocks, threads, 0, s>>>(args...)` through
-/// cudaLaunchKernelEx and throws on its own return code.
+/// Launches `kernel<<<blocks, threads, shared_bytes, s>>>(args...)` through
+/// cudaLaunchKernelEx and throws on its own return code. Dynamic shared
+/// memory above the default 48 KiB is enabled for the kernel on the
+/// current device first.
 template <class... Params, class... Args>
-void launch(void (*kernel)(Params...), std::size_t blocks, int threads, stream_ref s,
-            const char *name, Args &&...args) {
+void launch_shared(void (*kernel)(Params...), std::size_t blocks, int threads,
+                   std::size_t shared_bytes, stream_ref s, const char *name,
+                   Args &&...args) {
   if (blocks == 0)
     return;
+  if (shared_bytes > 48 * 1024) {
+    const cudaError_t err = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes));
+    if (err != cudaSuccess)
+      throw_cuda_error(err, name, __FILE__, __LINE__);
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
   config.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
-  config.dynamicSmemBytes = 0;
+  config.dynamicSmemBytes = shared_bytes;
   config.stream = s.get();
   config.attrs = nullptr;
   config.numAttrs = 0;
@@ -55,6 +64,13 @@ void launch(void (*kernel)(Params...), std::size_t blocks, int threads, stream_r
     throw_cuda_error(err, name, __FILE__, __LINE__);
 }
 
+/// Launches `kernel<<<blocks, threads, 0, s>>>(args...)` (see
+/// `launch_shared`).
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), std::size_t blocks, int threads, stream_ref s,
+            const char *name, Args &&...args) {
+  launch_shared(kernel, blocks, threads, 0, s, name, std::forward<Args>(args)...);
+}
 } // namespace detail
 } // namespace gpu
 RESPROJ_NAMESPACE_END

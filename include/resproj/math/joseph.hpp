@@ -170,6 +170,31 @@ template <class T> RESPROJ_HD bool fits_32bit_index(const image_grid<T> &g) noex
   return g.shape[0] * g.stride[0] + g.stride[0] < (std::int64_t(1) << 31) - 1;
 }
 
+/// The linear interpolation of a sample along one of the two other axes:
+/// lower neighbour `i` of the fractional voxel index `x0 + p * dx`
+/// (floored), the weights of `i` and `i + 1`, and whether each lies in
+/// `[0, size)`. `bilinear_at` forms both axes with it, and so does every
+/// kernel that splits the bilinear weight into its two factors.
+template <class I, class T> struct axis_point {
+  I i;
+  T w0, w1;
+  bool in0, in1;
+};
+
+template <class I, class T>
+RESPROJ_HD axis_point<I, T> axis_point_at(T x0, T dx, std::int64_t p,
+                                          std::int64_t size) noexcept {
+  const T x = x0 + T(p) * dx;
+  const T f = floor_of(x);
+  axis_point<I, T> a;
+  a.i = I(f);
+  a.w1 = x - f;
+  a.w0 = T(1) - a.w1;
+  a.in0 = a.i >= 0 && a.i < I(size);
+  a.in1 = a.i >= -1 && a.i < I(size) - 1;
+  return a;
+}
+
 /// Lower neighbour `(iu, iv)` of the sample on plane p (fractional voxel
 /// indices floored; -1 .. size - 1 inside the box) and its four bilinear
 /// weights, in the order (iu, iv), (iu + 1, iv), (iu, iv + 1),
@@ -184,23 +209,15 @@ template <class I, class T> struct bilinear_point {
 template <class I = std::int64_t, class T>
 RESPROJ_HD bilinear_point<I, T> bilinear_at(const joseph_ray<T> &r,
                                             std::int64_t p) noexcept {
-  const T u = r.u0 + T(p) * r.du;
-  const T v = r.v0 + T(p) * r.dv;
-  const T fu_floor = floor_of(u), fv_floor = floor_of(v);
+  const axis_point<I, T> u = axis_point_at<I>(r.u0, r.du, p, r.size_u);
+  const axis_point<I, T> v = axis_point_at<I>(r.v0, r.dv, p, r.size_v);
   bilinear_point<I, T> q;
-  q.iu = I(fu_floor);
-  q.iv = I(fv_floor);
-  const I size_u = I(r.size_u), size_v = I(r.size_v);
-  const T wu1 = u - fu_floor, wv1 = v - fv_floor;
-  const T wu0 = T(1) - wu1, wv0 = T(1) - wv1;
-  const bool u0_in = q.iu >= 0 && q.iu < size_u;
-  const bool u1_in = q.iu >= -1 && q.iu < size_u - 1;
-  const bool v0_in = q.iv >= 0 && q.iv < size_v;
-  const bool v1_in = q.iv >= -1 && q.iv < size_v - 1;
-  q.weight[0] = (u0_in && v0_in) ? wu0 * wv0 : T(0);
-  q.weight[1] = (u1_in && v0_in) ? wu1 * wv0 : T(0);
-  q.weight[2] = (u0_in && v1_in) ? wu0 * wv1 : T(0);
-  q.weight[3] = (u1_in && v1_in) ? wu1 * wv1 : T(0);
+  q.iu = u.i;
+  q.iv = v.i;
+  q.weight[0] = (u.in0 && v.in0) ? u.w0 * v.w0 : T(0);
+  q.weight[1] = (u.in1 && v.in0) ? u.w1 * v.w0 : T(0);
+  q.weight[2] = (u.in0 && v.in1) ? u.w0 * v.w1 : T(0);
+  q.weight[3] = (u.in1 && v.in1) ? u.w1 * v.w1 : T(0);
   return q;
 }
 

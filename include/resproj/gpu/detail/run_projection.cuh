@@ -18,6 +18,7 @@
 #include "resproj/core/operations.hpp"
 #include "resproj/core/span.hpp"
 #include "resproj/core/tof.hpp"
+#include "resproj/gpu/detail/column_kernels.cuh"
 #include "resproj/gpu/detail/joseph_kernels.cuh"
 #include "resproj/gpu/detail/stencil_kernels.cuh"
 #include "resproj/gpu/detail/tof_kernels.cuh"
@@ -202,9 +203,42 @@ void launch_back(const op::non_tof &, const device_image_view<T> &image, const L
   });
 }
 
+/// Shared memory of a transaxial-bin block: two blocks fit on an SM.
+inline constexpr std::size_t column_shared_budget = 100 * 1024;
+
+/// Non-TOF back projection of a `[c.rows][count / c.rows]` LOR array by
+/// transaxial bins (gpu/detail/column_kernels.cuh), scalar atomics into
+/// `image`. Returns false, launching nothing, when the image's axial
+/// profiles do not fit in `budget` bytes of shared memory per block.
+template <class T, class Lors>
+bool launch_back_columns(const device_image_view<T> &image, const Lors &src,
+                         span<const T> values, const kernel_choice &c, stream_ref s,
+                         std::size_t budget = column_shared_budget,
+                         int max_tile_rows = 2048) {
+  const device_guard guard(image.device);
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const std::size_t rows = c.rows, columns = src.count / c.rows;
+  const column_plan plan = make_column_plan(grid, rows, budget, max_tile_rows);
+  if (plan.profile_rows == 0)
+    return false;
+  const bool narrow = !c.wide_index && math::fits_32bit_index(grid);
+  if (narrow)
+    launch_shared(back_columns_kernel<T, std::int32_t, Lors, atomic_add>, columns,
+                  plan.profile_rows, plan.shared_bytes, s, "back_columns_kernel", grid,
+                  rows, columns, plan, image.data, src, values.data(), atomic_add{});
+  else
+    launch_shared(back_columns_kernel<T, std::int64_t, Lors, atomic_add>, columns,
+                  plan.profile_rows, plan.shared_bytes, s, "back_columns_kernel", grid,
+                  rows, columns, plan, image.data, src, values.data(), atomic_add{});
+  return true;
+}
+
 template <class T, class Lors>
 void run_back(const op::non_tof &o, const device_image_view<T> &image, const Lors &src,
               span<const T> values, const kernel_choice &c, stream_ref s) {
+  if (c.transaxial_bins && c.rows > 1 && src.count % c.rows == 0 &&
+      launch_back_columns(image, src, values, c, s))
+    return;
   launch_back(o, image, src, values, c, s, [](auto &&run) { run(atomic_add{}, false); });
 }
 
