@@ -71,12 +71,10 @@ TEST(KernelChoice, ReferenceSinogramsTakeLanesAlongPlanes) {
   }
 }
 
-TEST(KernelChoice, SinogramBackProjectionGoesByTransaxialBins) {
+TEST(KernelChoice, NonTofSinogramsGoByTransaxialBins) {
   const auto sino = rp::lor_layout::sinogram(8, radial);
-  EXPECT_TRUE(choose(operation_kind::non_tof, direction::back, sino, subset_lors)
-                  .transaxial_bins);
-  EXPECT_FALSE(choose(operation_kind::non_tof, direction::forward, sino, subset_lors)
-                   .transaxial_bins);
+  for (direction d : {direction::forward, direction::back})
+    EXPECT_TRUE(choose(operation_kind::non_tof, d, sino, subset_lors).transaxial_bins);
   // Not whole planes, no layout, forced lanes, other operations: per LOR.
   EXPECT_FALSE(choose(operation_kind::non_tof, direction::back, sino, subset_lors - 1)
                    .transaxial_bins);

@@ -497,12 +497,13 @@ double max_difference(const std::vector<T> &a, const std::vector<T> &b) {
   return m > 0 ? d / m : d;
 }
 
-/// Back projection by transaxial bins against the per-LOR kernel, on the
-/// LORs of a cylindrical scanner as a [ring pair][crystal pair] sinogram:
-/// the plain call (which chooses it), small tiles of rows and short plane
+/// Projection by transaxial bins against the per-LOR kernels, on the LORs
+/// of a cylindrical scanner as a [ring pair][crystal pair] sinogram: the
+/// plain calls (which choose it), small tiles of rows and short plane
 /// chunks (forced plans), and LOR sets that break the structure (reversed
-/// LORs, random LORs declared as a sinogram), which are back-projected LOR
-/// by LOR.
+/// LORs, random LORs declared as a sinogram), which are projected LOR by
+/// LOR. Forward values and back-projected images, each against its
+/// largest entry.
 template <class T> void check_transaxial_bins(const rp::image_geometry &g) {
   std::vector<T> starts, ends;
   cylinder_lors<T>(g, starts, ends);
@@ -511,56 +512,69 @@ template <class T> void check_transaxial_bins(const rp::image_geometry &g) {
   auto values = random_values<T>(n, 11);
   for (std::size_t i = 0; i < n; i += 7)
     values[i] = T(0); // skipped LORs
+  const auto image = random_values<T>(std::size_t(g.num_voxels()), 12);
   gpu::stream s;
   auto d_values = gpu::make_device_buffer(rp::span<const T>(values.data(), n), s);
+  gpu::device_image<T> d_image(g, s);
+  d_image.upload(rp::span<const T>(image.data(), image.size()), s);
+  // mode 0: per-LOR kernels (lanes along rows); 1: plain calls; 2: forced
+  // plan with `budget` bytes and tiles of `tile` rows. Returns the forward
+  // values followed by the back-projected image.
   const auto run = [&](const std::vector<T> &a, const std::vector<T> &b, int mode,
                        std::size_t budget, int tile) {
     auto d_a = gpu::make_device_buffer(rp::span<const T>(a.data(), a.size()), s);
     auto d_b = gpu::make_device_buffer(rp::span<const T>(b.data(), b.size()), s);
     const auto lors = rp::lor_view<const T>(d_a.data(), d_b.data(), n)
                           .with_layout(rp::lor_layout::sinogram(int(columns), 1));
-    gpu::device_image<T> out(g, s);
-    out.zero(s);
+    gpu::device_buffer<T> fwd(n, s);
+    fwd.fill(T(-1), s);
+    gpu::device_image<T> bp(g, s);
+    bp.zero(s);
     gpu::kernel_choice c;
     c.rows = rows;
-    c.transaxial_bins = true;
-    if (mode == 0) { // the per-LOR kernel, lanes along rows
-      c.transaxial_bins = false;
-      back_variant<T>(c, out, lors, d_values.cspan(), s);
-    } else if (mode == 1) { // the plain call
-      const auto choice =
-          gpu::choose_kernel(gpu::operation_kind::non_tof, gpu::direction::back,
-                             lors.layout, n, std::is_same_v<T, float>, 132);
-      EXPECT_TRUE(choice.transaxial_bins);
-      gpu::back(rp::op::non_tof{}, out, lors, d_values.cspan(), s);
+    c.transaxial_bins = mode != 0;
+    if (mode == 0) {
+      forward_variant<T>(c, d_image, lors, fwd.span(), s);
+      back_variant<T>(c, bp, lors, d_values.cspan(), s);
+    } else if (mode == 1) {
+      for (auto d : {gpu::direction::forward, gpu::direction::back})
+        EXPECT_TRUE(gpu::choose_kernel(gpu::operation_kind::non_tof, d, lors.layout, n,
+                                       std::is_same_v<T, float>, 132)
+                        .transaxial_bins);
+      gpu::forward(rp::op::non_tof{}, d_image, lors, fwd.span(), s);
+      gpu::back(rp::op::non_tof{}, bp, lors, d_values.cspan(), s);
     } else {
-      EXPECT_TRUE(gpu::detail::launch_back_columns(out.view(), lors.normalized(),
+      EXPECT_TRUE(gpu::detail::launch_forward_columns(d_image.cview(), lors.normalized(),
+                                                      fwd.span(), c, s, budget, tile));
+      EXPECT_TRUE(gpu::detail::launch_back_columns(bp.view(), lors.normalized(),
                                                    d_values.cspan(), c, s, budget, tile));
     }
-    return download(out, s);
+    return std::make_pair(download(fwd, s), download(bp, s));
   };
   const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-13;
+  const auto expect_equal = [&](const auto &got, const auto &want, const char *what) {
+    EXPECT_LT(max_difference(got.first, want.first), tol) << what << ", forward";
+    EXPECT_LT(max_difference(got.second, want.second), tol) << what << ", back";
+  };
   const auto reference = run(starts, ends, 0, 0, 0);
-  EXPECT_LT(max_difference(run(starts, ends, 1, 0, 0), reference), tol) << "plain call";
+  expect_equal(run(starts, ends, 1, 0, 0), reference, "plain calls");
   // 128 profile rows (the least), tiles of 7 rows: several tiles and, on
   // images longer than 128 planes, several plane chunks.
-  const std::size_t entry = 3 * sizeof(T) + 2 * sizeof(int);
-  const std::size_t small = 7 * entry + 128 * std::size_t(g.shape()[2]) * sizeof(T);
-  EXPECT_LT(max_difference(run(starts, ends, 2, small, 7), reference), tol)
-      << "small tiles and chunks";
+  const std::size_t small = 7 * gpu::detail::column_member_bytes<T> +
+                            128 * std::size_t(g.shape()[2]) * sizeof(T);
+  expect_equal(run(starts, ends, 2, small, 7), reference, "small tiles and chunks");
   // Every third LOR reversed: those are not members of their bins.
   std::vector<T> a = starts, b = ends;
   for (std::size_t i = 0; i < n; i += 3)
     for (int k = 0; k < 3; ++k)
       std::swap(a[3 * i + k], b[3 * i + k]);
-  EXPECT_LT(max_difference(run(a, b, 2, small, 7), run(a, b, 0, 0, 0)), tol)
-      << "reversed LORs";
+  expect_equal(run(a, b, 2, small, 7), run(a, b, 0, 0, 0), "reversed LORs");
   // Random LORs declared as a sinogram: hardly any structure.
   resproj_test_gpu::random_lors<T>(n, g, 5, a, b);
-  EXPECT_LT(max_difference(run(a, b, 1, 0, 0), run(a, b, 0, 0, 0)), tol) << "random LORs";
+  expect_equal(run(a, b, 1, 0, 0), run(a, b, 0, 0, 0), "random LORs");
 }
 
-TEST_F(GpuTest, TransaxialBinsEqualThePerLorBackProjection) {
+TEST_F(GpuTest, TransaxialBinsEqualThePerLorKernels) {
   check_transaxial_bins<float>(
       rp::image_geometry::centred({40, 36, 12}, {2.0, 2.0, 3.0}));
   check_transaxial_bins<double>(

@@ -33,7 +33,7 @@ struct kernel_choice {
   bool vector_loads = false;       ///< list-mode forward, float: paired neighbour loads
   bool vector_atomics = false;     ///< TOF back, float: paired neighbour atomics
   bool lockstep = false;           ///< list-mode: a warp walks its planes together
-  bool transaxial_bins = false;    ///< non-TOF sinogram back: a block per (view, radial)
+  bool transaxial_bins = false;    ///< non-TOF sinogram: a block per (view, radial) bin
   bool wide_index = false;         ///< 64-bit voxel offsets even where 32 bits fit
   bool check_pointers = true;      ///< residency checks before the launch
   stencil_workspace_ref stencil{}; ///< TOF back: the caller's workspace
@@ -64,7 +64,7 @@ inline constexpr kernel_rule kernel_table[] = {
     {operation_kind::non_tof, direction::forward, order::unordered, false, 4, false,
      false, false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::forward, order::sinogram, true, 1, false, false,
-     false, false, false, "Non-TOF mapping"},
+     false, false, true, "Transaxial bins"},
     {operation_kind::non_tof, direction::back, order::unordered, false, 4, false, false,
      false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false,

@@ -181,9 +181,78 @@ void run_with_back_adder(const kernel_choice &c, const device_image_view<T> &ima
 
 // ------------------------------------------------------------- non-TOF --
 
+/// Shared memory of a transaxial-bin block: two blocks fit on an SM.
+inline constexpr std::size_t column_shared_budget = 100 * 1024;
+
+/// Launches `Kernels::get<T, I>()` over the columns of a `[c.rows][count /
+/// c.rows]` LOR array by transaxial bins (gpu/detail/column_kernels.cuh),
+/// parameters `(grid, rows, columns, plan, args...)`. Returns false,
+/// launching nothing, when the image's axial profiles do not fit in
+/// `budget` bytes of shared memory per block.
+template <class T, class Kernels, class Lors, class... Args>
+bool launch_columns(const device_image_view<const T> &image, const Lors &src,
+                    const kernel_choice &c, stream_ref s, const char *name,
+                    std::size_t budget, int max_tile_rows, Args... args) {
+  const device_guard guard(image.device);
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  const std::size_t rows = c.rows, columns = src.count / c.rows;
+  const column_plan plan = make_column_plan(grid, rows, budget, max_tile_rows);
+  if (plan.profile_rows == 0)
+    return false;
+  if (!c.wide_index && math::fits_32bit_index(grid))
+    launch_shared(Kernels::template get<T, std::int32_t>(), columns, plan.profile_rows,
+                  plan.shared_bytes, s, name, grid, rows, columns, plan, args...);
+  else
+    launch_shared(Kernels::template get<T, std::int64_t>(), columns, plan.profile_rows,
+                  plan.shared_bytes, s, name, grid, rows, columns, plan, args...);
+  return true;
+}
+
+template <class Lors> struct forward_columns_kernels {
+  template <class T, class I> static constexpr auto get() {
+    return forward_columns_kernel<T, I, Lors>;
+  }
+};
+template <class Lors, class Add> struct back_columns_kernels {
+  template <class T, class I> static constexpr auto get() {
+    return back_columns_kernel<T, I, Lors, Add>;
+  }
+};
+
+/// Whether `c` runs a call of `count` LORs by transaxial bins.
+inline bool by_transaxial_bins(const kernel_choice &c, std::size_t count) {
+  return c.transaxial_bins && c.rows > 1 && count % c.rows == 0;
+}
+
+/// Non-TOF back projection by transaxial bins, scalar atomics into
+/// `image`; false when the profiles do not fit (see `launch_columns`).
+template <class T, class Lors>
+bool launch_back_columns(const device_image_view<T> &image, const Lors &src,
+                         span<const T> values, const kernel_choice &c, stream_ref s,
+                         std::size_t budget = column_shared_budget,
+                         int max_tile_rows = 2048) {
+  return launch_columns<T, back_columns_kernels<Lors, atomic_add>>(
+      device_image_view<const T>(image), src, c, s, "back_columns_kernel", budget,
+      max_tile_rows, image.data, src, values.data(), atomic_add{});
+}
+
+/// Non-TOF forward projection by transaxial bins; false when the profiles
+/// do not fit (see `launch_columns`).
+template <class T, class Lors>
+bool launch_forward_columns(const device_image_view<const T> &image, const Lors &src,
+                            span<T> out, const kernel_choice &c, stream_ref s,
+                            std::size_t budget = column_shared_budget,
+                            int max_tile_rows = 2048) {
+  return launch_columns<T, forward_columns_kernels<Lors>>(
+      image, src, c, s, "forward_columns_kernel", budget, max_tile_rows, image.data, src,
+      out.data());
+}
+
 template <class T, class Lors>
 void run_forward(const op::non_tof &, const device_image_view<const T> &image,
                  const Lors &src, span<T> out, const kernel_choice &c, stream_ref s) {
+  if (by_transaxial_bins(c, src.count) && launch_forward_columns(image, src, out, c, s))
+    return;
   launch_per_lor<T, forward_kernels<Lors>>(image, src.count, c.threads_per_lor, c, false,
                                            s, "forward_kernel", image.data, src,
                                            out.data());
@@ -203,41 +272,10 @@ void launch_back(const op::non_tof &, const device_image_view<T> &image, const L
   });
 }
 
-/// Shared memory of a transaxial-bin block: two blocks fit on an SM.
-inline constexpr std::size_t column_shared_budget = 100 * 1024;
-
-/// Non-TOF back projection of a `[c.rows][count / c.rows]` LOR array by
-/// transaxial bins (gpu/detail/column_kernels.cuh), scalar atomics into
-/// `image`. Returns false, launching nothing, when the image's axial
-/// profiles do not fit in `budget` bytes of shared memory per block.
-template <class T, class Lors>
-bool launch_back_columns(const device_image_view<T> &image, const Lors &src,
-                         span<const T> values, const kernel_choice &c, stream_ref s,
-                         std::size_t budget = column_shared_budget,
-                         int max_tile_rows = 2048) {
-  const device_guard guard(image.device);
-  const auto grid = math::image_grid<T>::from(image.geometry);
-  const std::size_t rows = c.rows, columns = src.count / c.rows;
-  const column_plan plan = make_column_plan(grid, rows, budget, max_tile_rows);
-  if (plan.profile_rows == 0)
-    return false;
-  const bool narrow = !c.wide_index && math::fits_32bit_index(grid);
-  if (narrow)
-    launch_shared(back_columns_kernel<T, std::int32_t, Lors, atomic_add>, columns,
-                  plan.profile_rows, plan.shared_bytes, s, "back_columns_kernel", grid,
-                  rows, columns, plan, image.data, src, values.data(), atomic_add{});
-  else
-    launch_shared(back_columns_kernel<T, std::int64_t, Lors, atomic_add>, columns,
-                  plan.profile_rows, plan.shared_bytes, s, "back_columns_kernel", grid,
-                  rows, columns, plan, image.data, src, values.data(), atomic_add{});
-  return true;
-}
-
 template <class T, class Lors>
 void run_back(const op::non_tof &o, const device_image_view<T> &image, const Lors &src,
               span<const T> values, const kernel_choice &c, stream_ref s) {
-  if (c.transaxial_bins && c.rows > 1 && src.count % c.rows == 0 &&
-      launch_back_columns(image, src, values, c, s))
+  if (by_transaxial_bins(c, src.count) && launch_back_columns(image, src, values, c, s))
     return;
   launch_back(o, image, src, values, c, s, [](auto &&run) { run(atomic_add{}, false); });
 }
