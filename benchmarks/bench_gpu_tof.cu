@@ -555,6 +555,30 @@ void bm_lm_variant(benchmark::State &state, lm_order order, bool back, lm_varian
   });
 }
 
+/// Non-TOF forward projection of the events' LORs (the per-event
+/// attenuation of list-mode OSEM) with `threads_per_lor` lanes (0: the
+/// plain call).
+void bm_lm_non_tof_forward(benchmark::State &state, lm_order order, int threads_per_lor) {
+  rb::guarded(state, [&] {
+    base_problem &b = base();
+    lm_problem &p = lm();
+    rp::lor_view<const float> lors;
+    rp::span<const std::int16_t> bins;
+    select_events(b, p, order, lors, bins);
+    const rp::op::non_tof op;
+    gpu::tuning t;
+    t.threads_per_lor = threads_per_lor;
+    const gpu::kernel_choice c =
+        threads_per_lor == 0
+            ? rb::plain_choice(op, gpu::direction::forward, lors, b.image.device())
+            : rb::choice_as(op, gpu::direction::forward, lors.layout, p.count,
+                            b.image.device(), t);
+    time_projection(state, op, lors, p.out.span(), p.ones.cspan(), false,
+                    threads_per_lor == 0, c, t);
+    set_counters(state, p.count);
+  });
+}
+
 void bm_reorder(benchmark::State &state, bool order_only, lm_order order) {
   rb::guarded(state, [&] {
     base_problem &b = base();
@@ -601,6 +625,11 @@ void register_all() {
   for (std::size_t i = 0; i < 3; ++i)
     reg(std::string(orders[i].name) + "/back/reproducible/plain", bm_lm_reproducible,
         orders[i].order);
+  for (std::size_t i : {std::size_t(0), std::size_t(2)})
+    for (int g : {0, 1, 2, 4})
+      reg(std::string(orders[i].name) + "/non-tof-forward/" +
+              (g == 0 ? std::string("plain") : "tpl:" + std::to_string(g)),
+          bm_lm_non_tof_forward, orders[i].order, g);
   reg("gpu/dmi-tof-lm/reorder", bm_reorder, false, lm_order::lor_key);
   reg("gpu/dmi-tof-lm/reorder/order-only", bm_reorder, true, lm_order::lor_key);
   reg("gpu/dmi-tof-lm/reorder/tof-key", bm_reorder, false, lm_order::tof_key);

@@ -399,8 +399,10 @@ streamed_results stream_all(sinogram_problem &p, gpu::lor_streamer<float> &strea
 }
 
 void expect_same_results(const streamed_results &got, const streamed_results &ref) {
-  // Forward: each LOR's value does not depend on which thread computes it.
-  EXPECT_EQ(got.fwd, ref.fwd);
+  // Forward: non-TOF chunks of whole planes go by transaxial bins, which
+  // group each sample's bilinear terms differently (the same values to
+  // rounding); TOF values do not depend on which thread computes them.
+  EXPECT_LT(relative_error(got.fwd, ref.fwd, 0), 1e-6);
   EXPECT_EQ(got.tof_fwd, ref.tof_fwd);
   // Back: the same sums, added in another order.
   EXPECT_LT(relative_error(got.bp, ref.bp, 0), 1e-5);

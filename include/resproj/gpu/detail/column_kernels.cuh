@@ -57,6 +57,12 @@ struct column_plan {
 template <class T>
 constexpr std::size_t column_member_bytes = 4 * sizeof(T) + 3 * sizeof(int);
 
+/// Shared bytes of `n` members, rounded up so that the profiles after them
+/// stay 16-byte aligned.
+template <class T> RESPROJ_HD constexpr std::size_t column_members_bytes(std::size_t n) {
+  return (n * column_member_bytes<T> + 15) / 16 * 16;
+}
+
 /// The plan for `rows` LORs per bin on `grid` with at most `budget` bytes
 /// of shared memory per block; `profile_rows == 0` when the grid's axial
 /// profiles do not fit (the caller then runs the per-LOR kernel).
@@ -65,12 +71,12 @@ inline column_plan make_column_plan(const math::image_grid<T> &grid, std::size_t
                                     std::size_t budget, int max_tile_rows = 2048) {
   column_plan p;
   p.profile_width = int(grid.shape[2]);
-  const std::size_t entry = column_member_bytes<T>;
   const std::size_t tile = rows < std::size_t(max_tile_rows) ? rows : max_tile_rows;
+  const std::size_t members = column_members_bytes<T>(tile);
   const std::size_t row_bytes = std::size_t(p.profile_width) * sizeof(T);
-  if (tile * entry >= budget)
+  if (members >= budget)
     return p;
-  std::size_t prof_rows = (budget - tile * entry) / row_bytes;
+  std::size_t prof_rows = (budget - members) / row_bytes;
   if (prof_rows > 256)
     prof_rows = 256;
   prof_rows -= prof_rows % 32;
@@ -78,7 +84,7 @@ inline column_plan make_column_plan(const math::image_grid<T> &grid, std::size_t
     return p; // too few planes at once to keep a block busy
   p.tile_rows = int(tile);
   p.profile_rows = int(prof_rows);
-  p.shared_bytes = tile * entry + prof_rows * row_bytes;
+  p.shared_bytes = members + prof_rows * row_bytes;
   return p;
 }
 
@@ -97,7 +103,7 @@ template <class T> struct column_shared {
     first = reinterpret_cast<int *>(sum + n);
     last = first + n;
     row = last + n;
-    profile = reinterpret_cast<T *>(bytes + std::size_t(n) * column_member_bytes<T>);
+    profile = reinterpret_cast<T *>(bytes + column_members_bytes<T>(std::size_t(n)));
   }
 };
 
