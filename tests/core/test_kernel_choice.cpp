@@ -75,7 +75,12 @@ TEST(KernelChoice, NonTofSinogramsGoByTransaxialBins) {
   const auto sino = rp::lor_layout::sinogram(8, radial);
   for (direction d : {direction::forward, direction::back})
     EXPECT_TRUE(choose(operation_kind::non_tof, d, sino, subset_lors).transaxial_bins);
-  // Not whole planes, no layout, forced lanes, other operations: per LOR.
+  // Too few planes, not whole planes, no layout, forced lanes, other
+  // operations: per LOR.
+  EXPECT_FALSE(choose(operation_kind::non_tof, direction::back, sino, 30 * 8 * radial)
+                   .transaxial_bins);
+  EXPECT_TRUE(choose(operation_kind::non_tof, direction::back, sino, 301 * 8 * radial)
+                  .transaxial_bins);
   EXPECT_FALSE(choose(operation_kind::non_tof, direction::back, sino, subset_lors - 1)
                    .transaxial_bins);
   EXPECT_FALSE(
@@ -116,6 +121,12 @@ TEST(KernelChoice, ListModeDependsOnTheEventOrder) {
   expect_choice(
       choose(operation_kind::tof_listmode, direction::back, sorted, listmode_events),
       {1, 0, true, false, false, true, true}, "dmi-tof-lm back, sorted");
+  // The per-event attenuation (non-TOF forward) of sorted events.
+  expect_choice(
+      choose(operation_kind::non_tof, direction::forward, sorted, 4 * listmode_events),
+      {2, 0, false, false, false, false, false}, "dmi-lm-osem attenuation, sorted");
+  expect_choice(choose(operation_kind::non_tof, direction::forward, {}, listmode_events),
+                {4, 0, false, false, false, false, false}, "non-TOF forward, random");
   // An OSEM subset of the sorted events (1/34) still fills the GPU.
   expect_choice(
       choose(operation_kind::tof_listmode, direction::back, sorted, listmode_events / 34),

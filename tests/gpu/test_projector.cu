@@ -39,8 +39,8 @@ void back_variant(const gpu::kernel_choice &c, gpu::device_image_view<T> image,
 /// LORs between detectors of a small cylindrical scanner around the image.
 template <class T>
 void cylinder_lors(const rp::image_geometry &g, std::vector<T> &starts,
-                   std::vector<T> &ends) {
-  const int per_ring = 48, rings = 6;
+                   std::vector<T> &ends, int rings = 6) {
+  const int per_ring = 48;
   const double radius =
       0.8 * std::hypot(g.box_max(0) - g.box_min(0), g.box_max(1) - g.box_min(1));
   const double z_extent = g.box_max(2) - g.box_min(2);
@@ -506,8 +506,8 @@ double max_difference(const std::vector<T> &a, const std::vector<T> &b) {
 /// largest entry.
 template <class T> void check_transaxial_bins(const rp::image_geometry &g) {
   std::vector<T> starts, ends;
-  cylinder_lors<T>(g, starts, ends);
-  const std::size_t n = starts.size() / 3, rows = 36, columns = n / rows;
+  cylinder_lors<T>(g, starts, ends, 16); // 256 ring pairs: the least that go by bins
+  const std::size_t n = starts.size() / 3, rows = 256, columns = n / rows;
   ASSERT_EQ(rows * columns, n);
   auto values = random_values<T>(n, 11);
   for (std::size_t i = 0; i < n; i += 7)
@@ -558,17 +558,17 @@ template <class T> void check_transaxial_bins(const rp::image_geometry &g) {
   };
   const auto reference = run(starts, ends, 0, 0, 0);
   expect_equal(run(starts, ends, 1, 0, 0), reference, "plain calls");
-  // 128 profile rows (the least), tiles of 7 rows: several tiles and, on
+  // 128 profile rows (the least), tiles of 77 rows: several tiles and, on
   // images longer than 128 planes, several plane chunks.
-  const std::size_t small = gpu::detail::column_members_bytes<T>(7) +
+  const std::size_t small = gpu::detail::column_members_bytes<T>(77) +
                             128 * std::size_t(g.shape()[2]) * sizeof(T);
-  expect_equal(run(starts, ends, 2, small, 7), reference, "small tiles and chunks");
+  expect_equal(run(starts, ends, 2, small, 77), reference, "small tiles and chunks");
   // Every third LOR reversed: those are not members of their bins.
   std::vector<T> a = starts, b = ends;
   for (std::size_t i = 0; i < n; i += 3)
     for (int k = 0; k < 3; ++k)
       std::swap(a[3 * i + k], b[3 * i + k]);
-  expect_equal(run(a, b, 2, small, 7), run(a, b, 0, 0, 0), "reversed LORs");
+  expect_equal(run(a, b, 2, small, 77), run(a, b, 0, 0, 0), "reversed LORs");
   // Random LORs declared as a sinogram: hardly any structure.
   resproj_test_gpu::random_lors<T>(n, g, 5, a, b);
   expect_equal(run(a, b, 1, 0, 0), run(a, b, 0, 0, 0), "random LORs");

@@ -65,6 +65,8 @@ inline constexpr kernel_rule kernel_table[] = {
      false, false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::forward, order::sinogram, true, 1, false, false,
      false, false, true, "Transaxial bins"},
+    {operation_kind::non_tof, direction::forward, order::sorted_events, false, 2, false,
+     false, false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::back, order::unordered, false, 4, false, false,
      false, false, false, "Non-TOF mapping"},
     {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false,
@@ -84,6 +86,9 @@ inline constexpr kernel_rule kernel_table[] = {
     {operation_kind::tof_listmode, direction::back, order::sorted_events, false, 1, false,
      false, true, true, false, "TOF list-mode"},
 };
+
+/// Fewest sinogram planes per call that go by transaxial bins.
+inline constexpr std::size_t min_bin_planes = 256;
 
 /// The table's row for (operation, direction, layout order).
 inline const kernel_rule &find_rule(operation_kind o, direction d, lor_layout::order k) {
@@ -145,7 +150,10 @@ inline kernel_choice choose_kernel(operation_kind operation, direction dir,
   c.sample_first = r->sample_first;
   c.vector_loads = r->vector_loads && is_float;
   c.vector_atomics = r->vector_atomics && is_float;
-  c.transaxial_bins = r->transaxial_bins && rows > 1 && t.threads_per_lor == 0;
+  // A block per transaxial bin pays for whole axial profiles: it needs many
+  // planes per bin (dmi: 301 planes break even forward, 30 lose).
+  c.transaxial_bins =
+      r->transaxial_bins && rows >= detail::min_bin_planes && t.threads_per_lor == 0;
   // Lock-step needs a full GPU of events; smaller calls take lanes instead.
   c.lockstep = r->lockstep && t.threads_per_lor == 0 && count >= wanted;
   if (tof && dir == direction::back)

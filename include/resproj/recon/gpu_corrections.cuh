@@ -148,11 +148,14 @@ inline void gpu_sensitivity(const sinogram_subsets &sub,
 /// @param detectors detector table (device, xyz per detector)
 /// @param pairs detector pairs of the events (device, 2 per event)
 /// @param m, a outputs, one per event (device)
+/// @param layout the events' order, a hint for the projector's kernel
+///        choice (`lor_layout::sorted_events()` after `gpu::listmode_order`)
 /// @throws invalid_argument ("pairs", "m", "a") for sizes that do not match.
 inline void gpu_event_corrections(span<const float> detectors,
                                   span<const std::int32_t> pairs,
                                   const device_corrections &c, int num_tof_bins,
-                                  span<float> m, span<float> a, gpu::stream_ref s) {
+                                  span<float> m, span<float> a, gpu::stream_ref s,
+                                  const lor_layout &layout = {}) {
   const std::size_t n = pairs.size() / 2;
   if (pairs.size() % 2 != 0)
     resproj::detail::throw_invalid("pairs", "size must be even (2 per event)");
@@ -160,8 +163,9 @@ inline void gpu_event_corrections(span<const float> detectors,
     resproj::detail::throw_invalid("m", "one value per event needed");
   if (a.size() != n)
     resproj::detail::throw_invalid("a", "one value per event needed");
-  const detector_pairs<float> lors(detectors.data(), detectors.size() / 3, pairs.data(),
-                                   n);
+  const auto lors =
+      detector_pairs<float>(detectors.data(), detectors.size() / 3, pairs.data(), n)
+          .with_layout(layout);
   gpu::forward(op::non_tof{}, c.mu.cview(), lors, m, s);
   detail::transform_indexed(m.data(), n,
                             detail::correction_op<detail::event_pair>{

@@ -231,7 +231,8 @@ private:
       m = gpu::device_buffer<float>(count(), s);
       a = gpu::device_buffer<float>(count(), s);
       gpu_event_corrections(detectors(), events.all_pairs(), corr, tof.num_bins, m.span(),
-                            a.span(), s);
+                            a.span(), s,
+                            reorder ? lor_layout::sorted_events() : lor_layout{});
       mark(phases, w, "corr", "per-event corrections (attenuation, eff.)",
            double(count()), "events");
     } catch (...) {
