@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "resproj/core/image_geometry.hpp"
+#include "resproj/core/tof.hpp"
 
 namespace resproj_test_gpu {
 
@@ -81,6 +82,16 @@ double relative_error(const std::vector<T> &a, const std::vector<T> &b,
   if (flips > max_flips)
     return INFINITY;
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+/// A small TOF model for the reconstruction tests: 9 bins of 12 mm,
+/// sigma 10 mm.
+inline resproj::tof_params<float> small_tof() {
+  resproj::tof_params<float> tof;
+  tof.num_bins = 9;
+  tof.bin_width = 12.f;
+  tof.sigma = 10.f;
+  return tof;
 }
 
 } // namespace resproj_test_gpu

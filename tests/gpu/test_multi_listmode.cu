@@ -49,14 +49,6 @@ TEST(MultiListmodeCpu, SharesCoverEverySubsetOnceInOrder) {
 
 namespace {
 
-resproj::tof_params<float> small_tof() {
-  resproj::tof_params<float> tof;
-  tof.num_bins = 9;
-  tof.bin_width = 12.f;
-  tof.sigma = 10.f;
-  return tof;
-}
-
 /// OSEM on the devices of `set` against `want`.
 void expect_same_image(const recon::gpu_listmode_data &data, const gpu::device_set &set,
                        const std::vector<float> &x0, const std::vector<float> &want) {
@@ -75,7 +67,7 @@ void expect_same_image(const recon::gpu_listmode_data &data, const gpu::device_s
 TEST(MultiListmode, EveryDeviceEqualsOneDevice) {
   RESPROJ_REQUIRE_GPU();
   osem_problem p(5);
-  for (const auto &tof : {small_tof(), resproj::tof_params<float>{}}) {
+  for (const auto &tof : {resproj_test_gpu::small_tof(), resproj::tof_params<float>{}}) {
     auto lm = ex::draw_events(p.sc, p.model, p.x_true, tof, 30001, 5);
     recon::group_by_subset(lm, p.sc.num_subsets());
     gpu::stream s;
@@ -94,11 +86,13 @@ TEST(MultiListmode, EveryDeviceEqualsOneDevice) {
 TEST(MultiListmode, BadArgumentsAreRejected) {
   RESPROJ_REQUIRE_GPU();
   osem_problem p(5);
-  auto lm = ex::draw_events(p.sc, p.model, p.x_true, small_tof(), 2001, 6);
+  auto lm =
+      ex::draw_events(p.sc, p.model, p.x_true, resproj_test_gpu::small_tof(), 2001, 6);
   recon::group_by_subset(lm, p.sc.num_subsets());
   gpu::stream s;
   const recon::device_sinogram_subsets ds(p.sc, s);
-  const recon::gpu_listmode_data data(p.sc, ds, lm, p.corr, small_tof(), s);
+  const recon::gpu_listmode_data data(p.sc, ds, lm, p.corr, resproj_test_gpu::small_tof(),
+                                      s);
   const gpu::device_set set = gpu::device_set::all();
   const gpu::stream_set streams(set);
   expect_invalid(

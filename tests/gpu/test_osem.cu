@@ -44,13 +44,6 @@ template <class T>
 gpu::device_buffer<T> to_device(const std::vector<T> &v, gpu::stream_ref s) {
   return gpu::make_device_buffer(resproj::span<const T>(v.data(), v.size()), s);
 }
-resproj::tof_params<float> small_tof() {
-  resproj::tof_params<float> tof;
-  tof.num_bins = 9;
-  tof.bin_width = 12.f;
-  tof.sigma = 10.f;
-  return tof;
-}
 } // namespace
 
 TEST(GpuOsem, SinogramMatchesCpu) {
@@ -118,7 +111,7 @@ TEST(GpuOsem, EmStepsMatchFormulas) {
 TEST(GpuOsem, TofListmodeMatchesCpu) {
   RESPROJ_REQUIRE_GPU();
   osem_problem p(5);
-  const auto tof = small_tof();
+  const auto tof = resproj_test_gpu::small_tof();
   auto lm = ex::draw_events(p.sc, p.model, p.x_true, tof, 50000, 3);
   const recon::listmode_data acquisition = lm;
   recon::listmode_corrections(p.sc, p.corr, tof, lm);
@@ -214,7 +207,7 @@ TEST(GpuOsem, TofListmodeMatchesCpu) {
 TEST(GpuOsem, ListmodeFileLoaderMatchesCpu) {
   RESPROJ_REQUIRE_GPU();
   osem_problem p(4);
-  const auto tof = small_tof();
+  const auto tof = resproj_test_gpu::small_tof();
   const auto drawn = ex::draw_events(p.sc, p.model, p.x_true, tof, 40001, 7);
   resproj_test::temp_dir dir;
   const std::string path = dir.file("events.lm");
@@ -269,7 +262,7 @@ TEST(GpuOsem, ListmodeFileLoaderMatchesCpu) {
 TEST(GpuOsem, ListmodeFileLoaderRejectsInvalidEvents) {
   RESPROJ_REQUIRE_GPU();
   osem_problem p(2);
-  const auto tof = small_tof();
+  const auto tof = resproj_test_gpu::small_tof();
   std::vector<std::int32_t> pairs = {0, 5, 1, 7, std::int32_t(p.sc.num_detectors()), 3};
   std::vector<std::int16_t> bins = {0, 4, 2};
   resproj_test::temp_dir dir;
