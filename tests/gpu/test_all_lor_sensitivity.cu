@@ -50,6 +50,11 @@ gpu_result run_gpu(const polygon_scanner &s, const image_geometry &g,
   return r;
 }
 
+/// The GPU method accumulates its difference image in float (atomics in
+/// any order): its images agree with the CPU's double ones to 2e-5 of the
+/// peak (docs/all-lor-sensitivity.md, "On the GPU").
+constexpr float float_difference_image = 2e-5f;
+
 void expect_same_walks(const rc::all_lor_sensitivity_stats &a,
                        const rc::all_lor_sensitivity_stats &b) {
   EXPECT_EQ(a.lors, b.lors);
@@ -81,8 +86,9 @@ TEST(GpuAllLorSensitivity, ThreeMirrorFlipsEqualCpuAndBruteForce) {
   const gpu_result got = run_gpu(s, g, mu);
   EXPECT_EQ(got.stats.mirror_flips, 3);
   expect_same_walks(got.stats, cpu);
-  expect_close(got.image, want);
-  expect_close(got.image, rc::all_lor_sensitivity_brute_force(s, g, m, 2));
+  expect_close(got.image, want, float_difference_image);
+  expect_close(got.image, rc::all_lor_sensitivity_brute_force(s, g, m, 2),
+               float_difference_image);
 }
 
 TEST(GpuAllLorSensitivity, DetectorOnAPlaneAndShortCylinderEqualCpu) {
@@ -99,7 +105,7 @@ TEST(GpuAllLorSensitivity, DetectorOnAPlaneAndShortCylinderEqualCpu) {
   EXPECT_EQ(got.stats.mirror_flips, 2);
   EXPECT_GT(got.stats.attenuation_walks, got.stats.families);
   expect_same_walks(got.stats, cpu);
-  expect_close(got.image, want);
+  expect_close(got.image, want, float_difference_image);
 }
 
 TEST(GpuAllLorSensitivity, WithoutAttenuationOnAShiftedImageEqualsCpu) {
@@ -114,7 +120,7 @@ TEST(GpuAllLorSensitivity, WithoutAttenuationOnAShiftedImageEqualsCpu) {
   EXPECT_EQ(got.stats.mirror_flips, 0);
   EXPECT_EQ(got.stats.attenuation_walks, 0u);
   expect_same_walks(got.stats, cpu);
-  expect_close(got.image, want);
+  expect_close(got.image, want, float_difference_image);
 }
 
 TEST(GpuAllLorSensitivity, BruteForceEqualsCpuBruteForce) {
@@ -208,7 +214,7 @@ TEST(GpuAllLorSensitivity, ListmodeDataSumsOverAllLors) {
       rc::all_lor_sensitivity(s, g, span<const float>(c.mu.data(), c.mu.size()), 2);
   for (float &v : want)
     v *= 0.5f * 1.25f * 1.25f;
-  expect_close(got, want);
+  expect_close(got, want, float_difference_image);
   EXPECT_GT(phases.seconds("sens"), 0.0);
 
   auto uneven = c;

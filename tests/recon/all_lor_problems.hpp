@@ -63,14 +63,15 @@ inline std::vector<float> cylinder(const image_geometry &g, double half_length, 
   return out;
 }
 
-inline void expect_close(const std::vector<float> &got, const std::vector<float> &want) {
+inline void expect_close(const std::vector<float> &got, const std::vector<float> &want,
+                         float tolerance = 2e-6f) {
   ASSERT_EQ(got.size(), want.size());
   const float peak = *std::max_element(want.begin(), want.end());
   ASSERT_GT(peak, 0.f);
   float worst = 0;
   for (std::size_t i = 0; i < got.size(); ++i)
     worst = std::max(worst, std::fabs(got[i] - want[i]));
-  EXPECT_LE(worst, 2e-6f * peak) << "peak " << peak;
+  EXPECT_LE(worst, tolerance * peak) << "peak " << peak;
 }
 
 } // namespace resproj_test

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "resproj/core/config.hpp"
 #include "resproj/math/fp.hpp"
@@ -117,9 +118,24 @@ RESPROJ_HD attenuation_sample<T> attenuation_walk(const family_grid<T> &f,
   return a;
 }
 
+namespace detail {
+/// Adders that add two taps adjacent along the contiguous axis at once
+/// declare `static constexpr bool adds_pairs = true` and a member
+/// `pair(Acc *diff, std::int64_t o_lo, T w_lo, std::int64_t o_hi, T w_hi,
+/// Acc v)` adding `v * w_lo` at `diff[o_lo]` and `v * w_hi` at
+/// `diff[o_hi]` (o_hi = o_lo + 1 where both weights are nonzero; an offset
+/// whose weight is 0 is not meaningful and must not be used).
+template <class Add, class = void> struct adds_pairs : std::false_type {};
+template <class Add>
+struct adds_pairs<Add, std::enable_if_t<std::decay_t<Add>::adds_pairs>> : std::true_type {
+};
+} // namespace detail
+
 /// Adds `amount` times the footprint of `r` (a ray of `f.gp`), shifted by
 /// `shift` voxels along `f.ax`, to the difference image `diff` (on `f.gp`)
-/// through `add(Acc* voxel, Acc value)`, walked by `lanes`.
+/// through `add(Acc* voxel, Acc value)` (or the adder's `pair` for taps
+/// adjacent along the contiguous axis, see `detail::adds_pairs`), walked by
+/// `lanes`.
 RESPROJ_EXEC_CHECK_DISABLE
 template <class T, class Acc, class Add, class Lanes = serial_lanes>
 RESPROJ_HD void scatter_shifted(const family_grid<T> &f, const joseph_ray<T> &r,
@@ -130,6 +146,15 @@ RESPROJ_HD void scatter_shifted(const family_grid<T> &f, const joseph_ray<T> &r,
   for (std::int64_t p = r.first_plane + lanes.lane(); p <= r.last_plane;
        p += lanes.size()) {
     const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);
+    if constexpr (detail::adds_pairs<Add>::value) {
+      if (r.stride_v == 1) { // taps (0, 2) and (1, 3) are neighbours in memory
+        add.pair(diff, s.offset[0] + delta, s.weight[0], s.offset[2] + delta, s.weight[2],
+                 v);
+        add.pair(diff, s.offset[1] + delta, s.weight[1], s.offset[3] + delta, s.weight[3],
+                 v);
+        continue;
+      }
+    }
     for (int i = 0; i < 4; ++i)
       if (s.weight[i] != T(0))
         add(diff + s.offset[i] + delta, v * Acc(s.weight[i]));

@@ -2,7 +2,7 @@
 /// @brief The sensitivity image with attenuation over every LOR of a
 /// polygon scanner on the GPU (docs/all-lor-sensitivity.md): the sum of
 /// `recon::all_lor_sensitivity`, one thread per (crystal pair, axial ring
-/// family) adding footprints to a padded double difference image, then a
+/// family) adding footprints to a padded float difference image, then a
 /// prefix sum along the axis and the mirror flips. Also the LOR-by-LOR
 /// reference `gpu_all_lor_sensitivity_brute_force`. Needs nvcc.
 #pragma once
@@ -17,6 +17,7 @@
 #include "resproj/core/errors.hpp"
 #include "resproj/core/image_geometry.hpp"
 #include "resproj/core/span.hpp"
+#include "resproj/gpu/detail/paired_atomics.cuh"
 #include "resproj/gpu/device.cuh"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image_view.hpp"
@@ -75,17 +76,35 @@ inline std::size_t all_lor_warp_blocks(std::uint64_t count) {
   return std::size_t(b < (1u << 20) ? b : (1u << 20));
 }
 
+/// The family kernel's adder into the float difference image: `scale`
+/// times each amount, the two taps of a sample that are neighbours along
+/// the contiguous axis with one vector atomic (gpu::detail::paired_atomic_add).
+struct family_atomic_add {
+  static constexpr bool adds_pairs = true;
+  float scale;
+  gpu::detail::paired_atomic_add paired; ///< extent: the padded image's voxels
+  __device__ void operator()(float *voxel, float amount) const {
+    atomicAdd(voxel, scale * amount);
+  }
+  __device__ void pair(float *diff, std::int64_t o_lo, float w_lo, std::int64_t o_hi,
+                       float w_hi, float v) const {
+    paired.add_pair<std::int64_t>(diff, o_lo, w_lo, o_hi, w_hi, scale * v);
+  }
+};
+
 /// Work item t = (pair t / num_families, family t % num_families), one per
 /// warp, whose lanes share each walk: the family's footprints into the
-/// difference image `diff` (on `f.gp`), each scaled by the pair's and the
-/// family's weight. `walks` (or null) receives the attenuation and scatter
-/// walks.
-template <class Acc>
+/// float difference image `diff` (on `f.gp`) through `add` (a
+/// `family_atomic_add` whose scale the kernel sets per item: the pair's
+/// and the family's weight). `walks` (or null) receives the
+/// attenuation and scatter walks.
+/// (A template, as every kernel defined in a header.)
+template <class Add>
 RESPROJ_KERNEL void __launch_bounds__(all_lor_block, all_lor_min_blocks)
     all_lor_family_kernel(math::family_grid<float> f, const float *centres, int nc,
                           const crystal_pair *pairs, const ring_family *families,
-                          std::uint32_t num_families, std::uint64_t count, Acc *diff,
-                          unsigned long long *walks) {
+                          std::uint32_t num_families, std::uint64_t count, float *diff,
+                          Add add, unsigned long long *walks) {
   const warp_lanes lanes;
   unsigned long long attenuation = 0, scatter = 0;
   const std::uint64_t step = std::uint64_t(gridDim.x) * (blockDim.x / 32);
@@ -93,10 +112,10 @@ RESPROJ_KERNEL void __launch_bounds__(all_lor_block, all_lor_min_blocks)
        t < count; t += step) {
     const crystal_pair cp = pairs[t / num_families];
     const ring_family rf = families[t % num_families];
-    const Acc scale = Acc(cp.scale * rf.scale);
+    add.scale = float(cp.scale * rf.scale);
     const family_ends end{centres, std::size_t(nc), cp.c1, cp.c2, rf.r1, rf.r2};
-    const math::family_work w = math::back_project_family<float, Acc>(
-        f, rf.K, end, diff, [scale](Acc *v, Acc x) { atomicAdd(v, scale * x); }, lanes);
+    const math::family_work w =
+        math::back_project_family<float, float>(f, rf.K, end, diff, add, lanes);
     attenuation += w.attenuation_walks;
     scatter += w.scatter_walks;
   }
@@ -107,7 +126,7 @@ RESPROJ_KERNEL void __launch_bounds__(all_lor_block, all_lor_min_blocks)
 }
 
 /// Prefix sums of `d` along the axis of stride `stride` and length `n`,
-/// one thread per column of `columns`.
+/// one thread per column of `columns`, accumulated in double.
 template <class Acc>
 RESPROJ_KERNEL void prefix_along_axis_kernel(Acc *d, std::int64_t columns,
                                              std::int64_t stride, std::int64_t n) {
@@ -115,10 +134,10 @@ RESPROJ_KERNEL void prefix_along_axis_kernel(Acc *d, std::int64_t columns,
   if (c >= columns)
     return;
   Acc *p = d + (c / stride) * stride * n + c % stride;
-  Acc acc = 0;
+  double acc = 0;
   for (std::int64_t j = 0; j < n; ++j, p += stride) {
-    acc += *p;
-    *p = acc;
+    acc += double(*p);
+    *p = Acc(acc);
   }
 }
 
@@ -136,7 +155,7 @@ RESPROJ_KERNEL void crop_mirrored_kernel(const Acc *padded, float *out, std::int
   const std::int64_t i[3] = {o / (n1 * n2), (o / n2) % n1, o % n2};
   std::int64_t np[3] = {n0, n1, n2};
   np[ax] += 2 * pad;
-  Acc sum = 0;
+  double sum = 0;
   for (unsigned m = 0; m < 8; ++m) {
     if ((m & ~flips) != 0)
       continue;
@@ -144,7 +163,7 @@ RESPROJ_KERNEL void crop_mirrored_kernel(const Acc *padded, float *out, std::int
     for (int k = 0; k < 3; ++k)
       j[k] = ((m >> k) & 1u) != 0 ? n[k] - 1 - i[k] : i[k];
     j[ax] += pad;
-    sum += padded[(j[0] * np[1] + j[1]) * np[2] + j[2]];
+    sum += double(padded[(j[0] * np[1] + j[1]) * np[2] + j[2]]);
   }
   out[o] = float(sum);
 }
@@ -222,13 +241,14 @@ inline void launch_all_lor_brute_force(const image_geometry &g, const float *mu,
 /// image `sum_L a_L exp(-(A mu)_L)` over every LOR of `s` (all unordered
 /// detector pairs of distinct transaxial crystals, every ring difference),
 /// by axial families and the scanner's mirror flips, written to `out` as
-/// float. The same sum as the CPU call up to rounding (double accumulation
-/// in another order).
+/// float. The same sum as the CPU call up to the rounding of a float
+/// difference image (atomics in any order; within 2e-5 of the peak on the
+/// tested scanners, docs/all-lor-sensitivity.md).
 ///
 /// Device memory while it runs: the image padded by 2 slices at both ends
-/// along the axis in double, and `mu` padded in float (with `tb`'s image of
-/// 240 x 240 x 682: 316 MB and 158 MB), plus the crystal centres and the
-/// tables of pairs and families.
+/// along the axis and `mu` padded, both in float (with `tb`'s image of
+/// 240 x 240 x 682: 158 MB each), plus the crystal centres and the tables
+/// of pairs and families.
 ///
 /// @param s     the scanner; every ring inside the image box along its axis
 /// @param g     the image geometry
@@ -249,9 +269,9 @@ inline void gpu_all_lor_sensitivity(const scanner::polygon_scanner &s,
   const detail::all_lor_plan plan = detail::make_all_lor_plan(s, g, mu);
   const gpu::device_guard guard(out.device);
   const std::int64_t voxels = plan.p.gp.num_voxels();
-  gpu::device_buffer<double> diff(std::size_t(voxels), st);
+  gpu::device_buffer<float> diff(std::size_t(voxels), st);
   RESPROJ_CUDA_TRY(
-      cudaMemsetAsync(diff.data(), 0, std::size_t(voxels) * sizeof(double), st.get()));
+      cudaMemsetAsync(diff.data(), 0, std::size_t(voxels) * sizeof(float), st.get()));
   const auto dmu = detail::to_device(plan.p.mu, st);
   const auto support = detail::to_device(plan.p.support, st);
   const auto run_first = detail::to_device(plan.p.run_first, st);
@@ -266,22 +286,24 @@ inline void gpu_all_lor_sensitivity(const scanner::polygon_scanner &s,
       plan.grid(dmu.data(), support.data(), run_first.data(), run_last.data());
   const std::uint64_t count =
       std::uint64_t(plan.pairs.size()) * std::uint64_t(plan.families.size());
-  gpu::detail::launch(detail::all_lor_family_kernel<double>,
+  detail::family_atomic_add add{};
+  add.paired.extent = voxels;
+  gpu::detail::launch(detail::all_lor_family_kernel<detail::family_atomic_add>,
                       detail::all_lor_warp_blocks(count), detail::all_lor_block, st,
                       "all_lor_family_kernel", f, centres.data(), s.crystals_per_ring(),
                       pairs.data(), families.data(), std::uint32_t(plan.families.size()),
-                      count, diff.data(), walks.data());
+                      count, diff.data(), add, walks.data());
   const int ax = plan.ax;
   const std::int64_t n = plan.p.gp.shape()[std::size_t(ax)];
   const std::int64_t columns = voxels / n;
-  gpu::detail::launch(detail::prefix_along_axis_kernel<double>,
+  gpu::detail::launch(detail::prefix_along_axis_kernel<float>,
                       detail::all_lor_blocks(std::uint64_t(columns)),
                       detail::all_lor_block, st, "prefix_along_axis_kernel", diff.data(),
                       columns, std::int64_t(f.gp.stride[ax]), n);
   const auto &shape = g.shape();
   const unsigned flips = (plan.sym.flip[0] ? 1u : 0u) | (plan.sym.flip[1] ? 2u : 0u) |
                          (plan.sym.flip[2] ? 4u : 0u);
-  gpu::detail::launch(detail::crop_mirrored_kernel<double>,
+  gpu::detail::launch(detail::crop_mirrored_kernel<float>,
                       detail::all_lor_blocks(std::uint64_t(g.num_voxels())),
                       detail::all_lor_block, st, "crop_mirrored_kernel",
                       diff.cview().data(), out.data, shape[0], shape[1], shape[2], ax,
