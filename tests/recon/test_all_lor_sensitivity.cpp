@@ -99,6 +99,19 @@ TEST(AllLorSensitivity, WaterCylinderShorterThanTheScannerEqualsBruteForce) {
   EXPECT_LT(st.attenuation_walks + st.scatter_walks, st.lors);
 }
 
+// A float difference image (the GPU call's) against the double one: the
+// bound the GPU tests use.
+TEST(AllLorSensitivity, FloatDifferenceImageStaysWithinItsBound) {
+  const auto s = small_tb(4, 5);
+  const auto g = image_geometry::centred({12, 12, 24}, {pitch, pitch, pitch});
+  const auto mu = cylinder(g, 20.0, 0.05f);
+  const span<const float> m(mu.data(), mu.size());
+  const auto want = rc::all_lor_sensitivity(s, g, m, 2);
+  const auto got = rc::all_lor_sensitivity<float>(s, g, m, 2);
+  expect_close(got, want, 2e-5f);
+  EXPECT_NE(got, want); // the float image does round differently
+}
+
 TEST(AllLorSensitivity, AttenuationDifferentInEverySliceEqualsBruteForce) {
   const auto s = small_tb();
   const auto g = small_image();

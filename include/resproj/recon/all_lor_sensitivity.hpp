@@ -32,25 +32,25 @@ namespace recon {
 namespace detail {
 
 /// Runs `body(worker, c1)` for every transaxial crystal c1 on `threads`
-/// workers (0: the hardware's), each with its own zeroed double image of
-/// `voxels` voxels; returns the images' sum.
-template <class Body>
+/// workers (0: the hardware's), each with its own zeroed image of `voxels`
+/// voxels in `Acc`; returns the images' sum in double.
+template <class Acc = double, class Body>
 std::vector<double> over_crystals(int crystals, unsigned threads, std::int64_t voxels,
                                   Body &&body) {
   const unsigned workers =
       std::max(1u, std::min(threads != 0 ? threads : std::thread::hardware_concurrency(),
                             unsigned(crystals)));
-  std::vector<std::vector<double>> images(workers);
+  std::vector<std::vector<Acc>> images(workers);
   run_parallel_tasks(std::uint64_t(crystals), workers, nullptr,
                      [&](unsigned w, std::uint64_t c1, const std::atomic<bool> &) {
                        if (images[w].empty())
-                         images[w].assign(std::size_t(voxels), 0.0);
+                         images[w].assign(std::size_t(voxels), Acc(0));
                        body(w, int(c1), images[w].data());
                      });
   std::vector<double> sum(std::size_t(voxels), 0.0);
   for (const auto &im : images)
     for (std::size_t i = 0; i < im.size(); ++i)
-      sum[i] += im[i];
+      sum[i] += double(im[i]);
   return sum;
 }
 
@@ -75,6 +75,8 @@ std::vector<double> over_crystals(int crystals, unsigned threads, std::int64_t v
 /// Host memory: one double image (padded by 2 slices at both ends along the
 /// axis) per worker thread.
 ///
+/// @tparam Acc    the difference image's type: double; float gives the
+///                error of a float difference image (the GPU call's)
 /// @param s       the scanner; every ring inside the image box along its axis
 /// @param g       the image geometry
 /// @param mu      attenuation per voxel (1/length unit), `g.num_voxels()`
@@ -84,27 +86,28 @@ std::vector<double> over_crystals(int crystals, unsigned threads, std::int64_t v
 /// @throws invalid_argument naming "g" (not valid in float, or a ring
 ///         outside the box along the axis) or "mu" (size, null, a value not
 ///         finite and >= 0). Synchronous.
-inline std::vector<float>
-all_lor_sensitivity(const scanner::polygon_scanner &s, const image_geometry &g,
-                    span<const float> mu, unsigned threads = 0,
-                    all_lor_sensitivity_stats *stats = nullptr) {
+template <class Acc = double>
+std::vector<float> all_lor_sensitivity(const scanner::polygon_scanner &s,
+                                       const image_geometry &g, span<const float> mu,
+                                       unsigned threads = 0,
+                                       all_lor_sensitivity_stats *stats = nullptr) {
   const detail::all_lor_plan plan = detail::make_all_lor_plan(s, g, mu);
   const math::family_grid<float> f = plan.grid();
   const int nc = s.crystals_per_ring();
   std::vector<all_lor_sensitivity_stats> worker_stats(
       std::max(1u, threads != 0 ? threads : std::thread::hardware_concurrency()));
-  std::vector<double> diff = detail::over_crystals(
-      nc, threads, plan.p.gp.num_voxels(), [&](unsigned w, int c1, double *image) {
+  std::vector<double> diff = detail::over_crystals<Acc>(
+      nc, threads, plan.p.gp.num_voxels(), [&](unsigned w, int c1, Acc *image) {
         all_lor_sensitivity_stats &st = worker_stats[w];
         for (std::size_t i = plan.pair_begin[std::size_t(c1)];
              i < plan.pair_begin[std::size_t(c1) + 1]; ++i) {
           const detail::crystal_pair &cp = plan.pairs[i];
           for (const detail::ring_family &rf : plan.families) {
-            const double scale = cp.scale * rf.scale;
+            const Acc scale = Acc(cp.scale * rf.scale);
             const detail::family_ends end{
                 plan.centres.data(), std::size_t(nc), cp.c1, cp.c2, rf.r1, rf.r2};
-            const math::family_work wk = math::back_project_family<float, double>(
-                f, rf.K, end, image, [scale](double *v, double x) { *v += scale * x; });
+            const math::family_work wk = math::back_project_family<float, Acc>(
+                f, rf.K, end, image, [scale](Acc *v, Acc x) { *v += scale * x; });
             st.attenuation_walks += wk.attenuation_walks;
             st.scatter_walks += wk.scatter_walks;
           }
