@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "recon/osem_problem.hpp"
 #include "resproj/gpu/gpu.cuh"
 #include "resproj/recon/gpu_listmode_setup.cuh"
+#include "resproj/scanner/sinogram_lookup.hpp"
 #include "synthetic.hpp"
 
 namespace ex = resproj_examples;
@@ -142,6 +144,49 @@ TEST(GpuOsem, TofListmodeMatchesCpu) {
   EXPECT_LT(resproj_test_gpu::relative_error(to_host(m, s), lm.m, 0), 1e-5);
   EXPECT_EQ(to_host(a, s), lm.a);
   EXPECT_LT(resproj_test_gpu::relative_error(to_host(dsens, s), sens, 0), 1e-5);
+  // The sensitivity keeps every bin's mu line integral; the events' corrections
+  // read them (their LORs are sinogram bins, either direction) and equal the
+  // per-event projections. Events off the sinogram (a pair in one crystal
+  // position, here every 97th event) get their own projection.
+  {
+    gpu::device_buffer<float> integrals(std::size_t(p.sc.layout.num_bins()), s);
+    integrals.fill(-1.f, s);
+    recon::gpu_sensitivity(p.sc, ds, dc, work.span(), dsens.view(), s, -1,
+                           integrals.span());
+    auto h = to_host(integrals, s);
+    EXPECT_TRUE(std::none_of(h.begin(), h.end(), [](float v) { return v < 0.f; }))
+        << "every bin's integral written";
+    EXPECT_LT(resproj_test_gpu::relative_error(to_host(dsens, s), sens, 0), 1e-5);
+    auto pairs = to_host(ev.pairs, s);
+    const int n = p.sc.scanner.crystals_per_ring();
+    for (std::size_t i = 0; i < pairs.size() / 2; i += 97)
+      pairs[2 * i + 1] = (pairs[2 * i] / n + 1) % p.sc.scanner.num_rings() * n +
+                         pairs[2 * i] % n; // same crystal, another ring: no bin
+    const auto dpairs = to_device(pairs, s);
+    const resproj::scanner::sinogram_lookup lookup(p.sc.layout);
+    const auto crystal_bins = to_device(lookup.crystal_table(), s);
+    const auto ring_planes = to_device(lookup.ring_table(), s);
+    gpu::device_buffer<float> m2(lm.count(), s), a2(lm.count(), s), m3(lm.count(), s);
+    recon::gpu_event_corrections_from_sinogram(
+        ds.detectors.cspan(), dpairs.cspan(),
+        lookup.view(crystal_bins.data(), ring_planes.data()), integrals.cspan(), dc,
+        tof.num_bins, m2.span(), a2.span(), s);
+    recon::gpu_event_corrections(ds.detectors.cspan(), dpairs.cspan(), dc, tof.num_bins,
+                                 m3.span(), a.span(), s);
+    const auto got = to_host(m2, s), want = to_host(m3, s);
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      worst =
+          std::max(worst, std::abs(double(got[i]) - want[i]) / std::abs(double(want[i])));
+    EXPECT_LT(worst, 1e-5);
+    EXPECT_EQ(to_host(a2, s), lm.a);
+    expect_invalid(
+        [&] {
+          recon::gpu_sensitivity(p.sc, ds, dc, work.span(), dsens.view(), s, -1,
+                                 integrals.span().subspan(1, integrals.size() - 1));
+        },
+        "line_integrals");
+  }
   // One subset's sensitivity alone.
   const auto sens1 = recon::sensitivity_image(p.sc, p.corr, 1);
   recon::gpu_sensitivity(p.sc, ds, dc, work.span(), dsens, s, 0);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <thrust/fill.h>
+#include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
 #include <thrust/transform.h>
@@ -28,8 +29,11 @@
 #include "resproj/gpu/error.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
+#include "resproj/math/image_grid.hpp"
+#include "resproj/math/joseph.hpp"
 #include "resproj/recon/corrections.hpp"
 #include "resproj/recon/gpu_em.cuh"
+#include "resproj/scanner/sinogram_lookup.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace recon {
@@ -86,6 +90,19 @@ struct sinogram_pair {
                                da, db);
   }
 };
+/// line_integrals[bin of LOR i of `src`] = q[i].
+struct store_by_bin {
+  scanner::sinogram_source<float> src;
+  const float *q;
+  float *line_integrals;
+  __device__ void operator()(std::size_t i) const {
+    const std::size_t k = src.first + i, nr = std::size_t(src.geometry.num_radial);
+    const std::size_t pv = k / nr;
+    const int plane = src.first_plane + int(pv / std::size_t(src.num_views));
+    const int view = src.views[pv % std::size_t(src.num_views)];
+    line_integrals[src.geometry.bin_index(plane, view, int(k % nr))] = q[i];
+  }
+};
 /// In place: v[i] = op((i, v[i])).
 template <class Op>
 void transform_indexed(float *v, std::size_t n, const Op &op, gpu::stream_ref s) {
@@ -104,15 +121,23 @@ void transform_indexed(float *v, std::size_t n, const Op &op, gpu::stream_ref s)
 /// @param work device buffer of at least `sub.max_subset_count()` floats
 /// @param out  the image (the library's `device_image` or device memory of
 ///             the caller's), geometry `sub.image`
+/// @param line_integrals empty, or `sub.layout.num_bins()` floats of device
+///             memory that receive each projected bin's mu line integral
+///             (`[plane][view][radial]`; for the per-event corrections of
+///             `gpu_event_corrections_from_sinogram`)
 /// @throws invalid_argument ("work") if too small, ("out") for another
-///         geometry, ("out.data") if null or not memory of `out.device`.
+///         geometry, ("out.data") if null or not memory of `out.device`,
+///         ("line_integrals") for another size.
 inline void gpu_sensitivity(const sinogram_subsets &sub,
                             const device_sinogram_subsets &dsub,
                             const device_corrections &c, span<float> work,
                             gpu::device_image_view<float> out, gpu::stream_ref s,
-                            int subset = -1) {
+                            int subset = -1, span<float> line_integrals = {}) {
   if (work.size() < sub.max_subset_count())
     resproj::detail::throw_invalid("work", "smaller than the largest subset");
+  if (!line_integrals.empty() &&
+      std::int64_t(line_integrals.size()) != sub.layout.num_bins())
+    resproj::detail::throw_invalid("line_integrals", "one value per sinogram bin needed");
   if (out.geometry != sub.image)
     resproj::detail::throw_invalid("out", "geometry is not the subsets' image");
   if (out.data == nullptr)
@@ -125,6 +150,10 @@ inline void gpu_sensitivity(const sinogram_subsets &sub,
     const auto src = dsub.source(sub, k);
     const auto q = work.subspan(0, src.count);
     gpu::forward(op::non_tof{}, c.mu.cview(), src, q, s);
+    if (!line_integrals.empty() && src.count > 0)
+      thrust::for_each_n(detail::on(s), thrust::counting_iterator<std::size_t>(0),
+                         src.count,
+                         detail::store_by_bin{src, q.data(), line_integrals.data()});
     detail::transform_indexed(
         q.data(), q.size(),
         detail::correction_op<detail::sinogram_pair>{{src}, c.efficiency.data(), c.scale},
@@ -173,6 +202,77 @@ inline void gpu_event_corrections(span<const float> detectors,
                             s);
   if (n > 0)
     thrust::fill_n(detail::on(s), a.data(), n, c.background_per_event(num_tof_bins));
+}
+
+namespace detail {
+/// m[i] for event i from the sinogram's line integral of its bin, or, for
+/// an event in no bin of the sinogram, from its own forward projection.
+struct event_correction_from_bins {
+  const std::int32_t *pairs;
+  const float *detectors;
+  scanner::sinogram_lookup_view lookup;
+  const float *line_integrals;
+  math::image_grid<float> grid;
+  const float *mu;
+  const float *eff;
+  float scale;
+  float *m;
+  __device__ void operator()(std::size_t i) const {
+    const int da = pairs[2 * i], db = pairs[2 * i + 1];
+    int plane, view, radial;
+    bool swapped;
+    float integral;
+    if (lookup.find(da, db, plane, view, radial, swapped)) {
+      const std::int64_t bin =
+          (std::int64_t(plane) * (lookup.crystals_per_ring / 2) + view) *
+              lookup.num_radial +
+          radial;
+      integral = line_integrals[bin];
+    } else {
+      float a[3], b[3];
+      for (int k = 0; k < 3; ++k) {
+        a[k] = detectors[3 * std::size_t(da) + std::size_t(k)];
+        b[k] = detectors[3 * std::size_t(db) + std::size_t(k)];
+      }
+      integral = math::forward_lor(grid, mu, a, b);
+    }
+    m[i] = lor_correction(scale, eff, da, db, integral);
+  }
+};
+} // namespace detail
+
+/// `gpu_event_corrections` with each event's attenuation read from the
+/// line integrals of its sinogram bin (`gpu_sensitivity`'s
+/// `line_integrals`, the same LOR or the same LOR reversed) instead of a
+/// forward projection per event; an event in no bin of the sinogram gets
+/// its own forward projection. The same values to float rounding (a
+/// reversed LOR and the sinogram's projection kernel round differently).
+/// Queued on `s`, after the line integrals; no synchronisation, no
+/// allocation.
+/// @param lookup the sinogram's detector-pair map with device tables
+/// @param line_integrals `sinogram_layout::num_bins()` floats (device)
+/// @throws invalid_argument ("pairs", "m", "a") for sizes that do not match.
+inline void gpu_event_corrections_from_sinogram(
+    span<const float> detectors, span<const std::int32_t> pairs,
+    const scanner::sinogram_lookup_view &lookup, span<const float> line_integrals,
+    const device_corrections &c, int num_tof_bins, span<float> m, span<float> a,
+    gpu::stream_ref s) {
+  const std::size_t n = pairs.size() / 2;
+  if (pairs.size() % 2 != 0)
+    resproj::detail::throw_invalid("pairs", "size must be even (2 per event)");
+  if (m.size() != n)
+    resproj::detail::throw_invalid("m", "one value per event needed");
+  if (a.size() != n)
+    resproj::detail::throw_invalid("a", "one value per event needed");
+  if (n == 0)
+    return;
+  const auto mu = c.mu.cview();
+  thrust::for_each_n(detail::on(s), thrust::counting_iterator<std::size_t>(0), n,
+                     detail::event_correction_from_bins{
+                         pairs.data(), detectors.data(), lookup, line_integrals.data(),
+                         math::image_grid<float>::from(mu.geometry), mu.data,
+                         c.efficiency.data(), c.scale, m.data()});
+  thrust::fill_n(detail::on(s), a.data(), n, c.background_per_event(num_tof_bins));
 }
 
 } // namespace recon

@@ -199,6 +199,12 @@ private:
     ready.make_wait(side);
     t0.record(side);
     std::future<void> all_lors;
+    // Over the sinogram's LORs, the sensitivity keeps each bin's mu line
+    // integral; the events then read theirs instead of projecting again.
+    gpu::device_buffer<float> line_integrals;
+    if (lors != sensitivity_lors::all)
+      line_integrals =
+          gpu::device_buffer<float>(std::size_t(sub.layout.num_bins()), side);
     if (lors == sensitivity_lors::all) {
       all_lors = std::async(std::launch::async, [this, &c, &side, &t1, factor] {
         const gpu::device_guard guard(sensitivity.device());
@@ -215,7 +221,8 @@ private:
     } else {
       {
         gpu::device_buffer<float> work(sub.max_subset_count(), side);
-        gpu_sensitivity(sub, dsub, corr, work.span(), sensitivity, side);
+        gpu_sensitivity(sub, dsub, corr, work.span(), sensitivity.view(), side, -1,
+                        line_integrals.span());
       } // work freed in the side stream's order
       t1.record(side);
     }
@@ -230,11 +237,25 @@ private:
       }
       m = gpu::device_buffer<float>(count(), s);
       a = gpu::device_buffer<float>(count(), s);
-      gpu_event_corrections(detectors(), events.all_pairs(), corr, tof.num_bins, m.span(),
-                            a.span(), s,
-                            reorder ? lor_layout::sorted_events() : lor_layout{});
-      mark(phases, w, "corr", "per-event corrections (attenuation, eff.)",
-           double(count()), "events");
+      if (lors == sensitivity_lors::all) {
+        gpu_event_corrections(detectors(), events.all_pairs(), corr, tof.num_bins,
+                              m.span(), a.span(), s,
+                              reorder ? lor_layout::sorted_events() : lor_layout{});
+        mark(phases, w, "corr", "per-event corrections (attenuation, eff.)",
+             double(count()), "events");
+      } else {
+        const scanner::sinogram_lookup lookup(sub.layout);
+        const auto crystal_bins = detail::upload(lookup.crystal_table(), s);
+        const auto ring_planes = detail::upload(lookup.ring_table(), s);
+        t1.make_wait(s); // the line integrals
+        mark(phases, w, "sens_wait", "wait for the sensitivity");
+        gpu_event_corrections_from_sinogram(
+            detectors(), events.all_pairs(),
+            lookup.view(crystal_bins.data(), ring_planes.data()), line_integrals.cspan(),
+            corr, tof.num_bins, m.span(), a.span(), s);
+        mark(phases, w, "corr", "per-event corrections (from the sinogram's attenuation)",
+             double(count()), "events");
+      }
     } catch (...) {
       if (all_lors.valid())
         all_lors.wait();
@@ -247,7 +268,8 @@ private:
     s.synchronize();
     if (phases) {
       const bool all = lors == sensitivity_lors::all;
-      phases->add("sens_wait", "wait for the sensitivity", w.lap());
+      if (all)
+        phases->add("sens_wait", "wait for the sensitivity", w.lap());
       phases->add("sens",
                   all ? "sensitivity, all LORs (host plan + 2nd stream)"
                       : "sensitivity with attenuation (2nd stream)",
