@@ -42,6 +42,32 @@ void random_lors(std::size_t n, const resproj::image_geometry &g, std::uint32_t 
   }
 }
 
+/// LORs between detectors of a small cylindrical scanner around the image.
+template <class T>
+void cylinder_lors(const resproj::image_geometry &g, std::vector<T> &starts,
+                   std::vector<T> &ends, int rings = 6) {
+  const int per_ring = 48;
+  const double radius =
+      0.8 * std::hypot(g.box_max(0) - g.box_min(0), g.box_max(1) - g.box_min(1));
+  const double z_extent = g.box_max(2) - g.box_min(2);
+  starts.clear();
+  ends.clear();
+  const double pi = 3.14159265358979323846;
+  auto pos = [&](int ring, int c, std::vector<T> &out) {
+    const double phi = 2 * pi * c / per_ring;
+    out.push_back(T(radius * std::cos(phi)));
+    out.push_back(T(radius * std::sin(phi)));
+    out.push_back(T(-0.5 * z_extent + z_extent * (ring + 0.5) / rings));
+  };
+  for (int r1 = 0; r1 < rings; ++r1)
+    for (int r2 = 0; r2 < rings; ++r2)
+      for (int c1 = 0; c1 < per_ring; ++c1)
+        for (int c2 = c1 + 1; c2 < per_ring; ++c2) {
+          pos(r1, c1, starts);
+          pos(r2, c2, ends);
+        }
+}
+
 /// n values uniform in [lo, hi).
 template <class T>
 std::vector<T> random_values(std::size_t n, std::uint32_t seed, double lo = 0.0,

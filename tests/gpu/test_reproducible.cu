@@ -25,6 +25,7 @@
 #include "common/expect.hpp"
 #include "common/host_views.hpp"
 #include "common/reproducible_case.hpp"
+#include "gpu/gpu_test_data.hpp"
 #include "gpu/gpu_test_util.hpp"
 #include "resproj/core/fixed_point.hpp"
 #include "resproj/cpu/fixed_point_image.hpp"
@@ -184,6 +185,46 @@ TYPED_TEST(GpuReproducible, SameBitsForRepeatsChunksAndTunings) {
           << name << ", forced variant " << variant;
     }
   });
+}
+
+// Whole sinograms go by transaxial bins in the reproducible back projection
+// too: the same integers as the per-LOR kernels, summed exactly, so the same
+// bits for the plain call, the per-LOR kernel, repeats and calls of fewer
+// planes (which run per LOR).
+TYPED_TEST(GpuReproducible, TransaxialBinsGiveTheSameBits) {
+  using T = TypeParam;
+  const auto g = rp::image_geometry::centred({40, 36, 12}, {2.0, 2.0, 3.0});
+  std::vector<T> starts, ends;
+  resproj_test_gpu::cylinder_lors<T>(g, starts, ends, 16); // 256 ring pairs
+  const std::size_t n = starts.size() / 3, planes = 256, per_plane = n / planes;
+  auto values = resproj_test_gpu::random_values<T>(n, 31);
+  for (std::size_t i = 0; i < n; i += 5)
+    values[i] = T(0);
+  gpu::stream s;
+  const auto d_starts = upload(starts, s), d_ends = upload(ends, s),
+             d_values = upload(values, s);
+  const auto lors = rp::lor_view<const T>(d_starts.data(), d_ends.data(), n)
+                        .with_layout(rp::lor_layout::sinogram(int(per_plane), 1));
+  const rp::op::non_tof o;
+  gpu::kernel_choice k = gpu::detail::choice_for<T, rp::op::non_tof>(
+      gpu::direction::back, lors, gpu::current_device(), {});
+  ASSERT_TRUE(k.transaxial_bins);
+  k.transaxial_bins = false; // the per-LOR kernel
+  gpu::fixed_point_image<T> acc(g, s);
+  gpu::detail::run_back(o, acc, lors.normalized(), d_values.cspan(), k, s);
+  const auto reference = raw_of(acc, s);
+  std::size_t nonzero = 0;
+  for (std::int64_t q : reference)
+    nonzero += q != 0;
+  EXPECT_GT(nonzero, reference.size() / 2);
+  for (int repeat = 0; repeat < 2; ++repeat)
+    EXPECT_TRUE(rt::bitwise_equal(
+        gpu_fixed(g, o, lors, d_values.cspan(), chunks_of(n, n), s), reference))
+        << "by transaxial bins, repeat " << repeat;
+  EXPECT_TRUE(rt::bitwise_equal(
+      gpu_fixed(g, o, lors, d_values.cspan(), chunks_of(n, 128 * per_plane), s),
+      reference))
+      << "two calls of 128 planes";
 }
 
 TYPED_TEST(GpuReproducible, TwoStreamsAddIntoOneAccumulator) {

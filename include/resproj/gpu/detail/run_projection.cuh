@@ -18,6 +18,7 @@
 #include "resproj/core/operations.hpp"
 #include "resproj/core/span.hpp"
 #include "resproj/core/tof.hpp"
+#include "resproj/gpu/detail/column_fixed_point.cuh"
 #include "resproj/gpu/detail/column_kernels.cuh"
 #include "resproj/gpu/detail/joseph_kernels.cuh"
 #include "resproj/gpu/detail/stencil_kernels.cuh"
@@ -386,6 +387,27 @@ void run_back(const Op &o, fixed_point_image<T> &acc, const Lors &src,
                                   acc.device());
   const math::fixed_point_add<T, fixed_point_atomic_sink> add{
       base.data, acc.data(), math::exact_power_of_two<T>(acc.exponent()), {}};
+  if constexpr (std::is_same_v<Op, op::non_tof>) {
+    // Whole sinograms by transaxial bins: the same integers, summed exactly.
+    if (by_transaxial_bins(c, src.count)) {
+      const device_guard guard(base.device);
+      const auto grid = math::image_grid<T>::from(base.geometry);
+      const column_plan plan = make_fixed_column_plan(grid, c.rows, column_shared_budget);
+      if (plan.profile_rows > 0) {
+        const std::size_t columns = src.count / c.rows;
+        using Add = std::decay_t<decltype(add)>;
+        if (!c.wide_index && math::fits_32bit_index(grid))
+          launch_shared(back_columns_fixed_kernel<T, std::int32_t, Lors, Add>, columns,
+                        256, plan.shared_bytes, s, "back_columns_fixed_kernel", grid,
+                        c.rows, columns, plan, base.data, src, values.data(), add);
+        else
+          launch_shared(back_columns_fixed_kernel<T, std::int64_t, Lors, Add>, columns,
+                        256, plan.shared_bytes, s, "back_columns_fixed_kernel", grid,
+                        c.rows, columns, plan, base.data, src, values.data(), add);
+        return;
+      }
+    }
+  }
   kernel_choice scalar = c;
   scalar.vector_atomics = false;
   scalar.stencil = {};

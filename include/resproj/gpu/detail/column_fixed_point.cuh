@@ -1,0 +1,134 @@
+/// @file
+/// @brief Reproducible non-TOF back projection of whole sinograms by
+/// transaxial bins (gpu/detail/column_kernels.cuh) into a fixed-point
+/// accumulator. Each sample's four terms are converted to integers exactly
+/// as the per-LOR path converts them (`value * step * (w_u * w_v)`, then
+/// `math::to_fixed_point`), summed per plane and axial position in shared
+/// memory with integer atomics and added to the accumulator with integer
+/// atomics: the same integers as the per-LOR kernels, summed exactly, so
+/// the bits do not depend on the kernel, the chunking or the order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "resproj/core/config.hpp"
+#include "resproj/gpu/detail/column_kernels.cuh"
+#include "resproj/gpu/detail/joseph_kernels.cuh"
+#include "resproj/math/fixed_point.hpp"
+#include "resproj/math/image_grid.hpp"
+#include "resproj/math/joseph.hpp"
+
+RESPROJ_NAMESPACE_BEGIN
+namespace gpu {
+namespace detail {
+
+/// The plan of the fixed-point kernel: `profile_rows` planes per chunk,
+/// each with two rows (u and u + 1) of 64-bit integers; 256 threads, in
+/// groups of `profile_rows` that share the rows through shared-memory
+/// integer atomics. `profile_rows == 0` when fewer than 16 planes fit.
+template <class T>
+inline column_plan make_fixed_column_plan(const math::image_grid<T> &grid,
+                                          std::size_t rows, std::size_t budget,
+                                          int max_tile_rows = 2048) {
+  column_plan p;
+  p.profile_width = int(grid.shape[2]);
+  const std::size_t tile = rows < std::size_t(max_tile_rows) ? rows : max_tile_rows;
+  const std::size_t members = column_members_bytes<T>(tile);
+  const std::size_t plane_bytes = 2 * std::size_t(p.profile_width) * sizeof(std::int64_t);
+  if (members >= budget)
+    return p;
+  std::size_t planes = (budget - members) / plane_bytes;
+  if (planes > 256)
+    planes = 256;
+  if (planes < 16)
+    return p;
+  p.tile_rows = int(tile);
+  p.profile_rows = int(planes);
+  p.shared_bytes = members + planes * plane_bytes;
+  return p;
+}
+
+/// Reproducible back projection by transaxial bins: as
+/// `back_columns_kernel`, with `add` the fixed-point adder of the
+/// accumulator (`base` + integer `accumulator`, scale 2^e), 256 threads
+/// per block and `plan` from `make_fixed_column_plan`.
+template <class T, class I, class Lors, class Add>
+RESPROJ_KERNEL void __launch_bounds__(256)
+    back_columns_fixed_kernel(math::image_grid<T> grid, std::size_t rows,
+                              std::size_t columns, column_plan plan, T *base, Lors lors,
+                              const T *__restrict__ values, Add add) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  const column_shared<T> m(shared_bytes, plan);
+  auto *profile = reinterpret_cast<unsigned long long *>(m.profile);
+  __shared__ column_state<T> st;
+  const std::size_t column = blockIdx.x;
+  const int tid = int(threadIdx.x), threads = int(blockDim.x);
+  const int width = plan.profile_width, span_max = plan.profile_rows;
+  find_column_key(grid, rows, columns, column, lors, st);
+  for (std::size_t tile = 0; tile < rows; tile += std::size_t(plan.tile_rows)) {
+    const std::size_t tile_end = rows - tile < std::size_t(plan.tile_rows)
+                                     ? rows
+                                     : tile + std::size_t(plan.tile_rows);
+    const int members = collect_members(grid, tile, tile_end, columns, column, lors, st,
+                                        m, column_values<T>{values},
+                                        column_back_other<T, I, Add>{base, values, add});
+    if (members == 0)
+      continue;
+    const int lo = st.lo, hi = st.hi;
+    const int total_span = hi - lo + 1;
+    const int span = total_span < span_max ? total_span : span_max;
+    const int groups = threads / span;
+    for (int c0 = lo; c0 <= hi; c0 += span) {
+      const int c1 = c0 + span - 1 < hi ? c0 + span - 1 : hi;
+      for (int i = tid; i < span * 2 * width; i += threads)
+        profile[i] = 0ull;
+      __syncthreads();
+      const int group = tid / span, p = c0 + tid % span;
+      if (group < groups && p <= c1) {
+        const math::axis_point<I, T> u = column_u<I>(grid, st, p);
+        unsigned long long *row =
+            profile + std::size_t(tid % span) * 2 * std::size_t(width);
+        for (int e = group; e < members; e += groups) {
+          if (p < m.first[e] || p > m.last[e])
+            continue;
+          const math::axis_point<int, T> v =
+              math::axis_point_at<int>(m.v0[e], m.dv[e], p, width);
+          const T amount = m.scale[e];
+          // bilinear_at's weights, in its order: (u0 v0), (u1 v0), (u0 v1), (u1 v1).
+          const T w[4] = {(u.in0 && v.in0) ? u.w0 * v.w0 : T(0),
+                          (u.in1 && v.in0) ? u.w1 * v.w0 : T(0),
+                          (u.in0 && v.in1) ? u.w0 * v.w1 : T(0),
+                          (u.in1 && v.in1) ? u.w1 * v.w1 : T(0)};
+          for (int k = 0; k < 4; ++k) {
+            if (w[k] == T(0))
+              continue;
+            const std::int64_t q = math::to_fixed_point(amount * w[k], add.scale);
+            if (q != 0)
+              atomicAdd(row + (k & 1) * width + v.i + (k >> 1),
+                        static_cast<unsigned long long>(q));
+          }
+        }
+      }
+      __syncthreads();
+      // Add the chunk's integer rows into the accumulator.
+      const I stride_u = I(grid.stride[st.axis == 0 ? 1 : 0]);
+      for (int i = tid; i < (c1 - c0 + 1) * 2 * width; i += threads) {
+        const unsigned long long q = profile[i];
+        if (q == 0ull)
+          continue;
+        const int plane = i / (2 * width), rest = i - plane * 2 * width;
+        const int k = rest / width, z = rest - k * width;
+        const math::axis_point<I, T> u = column_u<I>(grid, st, c0 + plane);
+        const I offset =
+            column_base<I>(grid, st, c0 + plane, z) + (u.i + I(k)) * stride_u;
+        add.sink(add.accumulator + offset, static_cast<std::int64_t>(q));
+      }
+      __syncthreads();
+    }
+  }
+}
+
+} // namespace detail
+} // namespace gpu
+RESPROJ_NAMESPACE_END
