@@ -4,9 +4,9 @@
 /// accumulator. Each sample's four terms are converted to integers exactly
 /// as the per-LOR path converts them (`value * step * (w_u * w_v)`, then
 /// `math::to_fixed_point`), summed per plane and axial position in shared
-/// memory with integer atomics and added to the accumulator with integer
-/// atomics: the same integers as the per-LOR kernels, summed exactly, so
-/// the bits do not depend on the kernel, the chunking or the order.
+/// memory (one thread per plane row, plain adds) and added to the
+/// accumulator with integer atomics: the same integers as the per-LOR kernels, summed
+/// exactly, so the bits do not depend on the kernel, the chunking or the order.
 #pragma once
 
 #include <cstddef>
@@ -23,10 +23,10 @@ RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
 namespace detail {
 
-/// The plan of the fixed-point kernel: `profile_rows` planes per chunk,
-/// each with two rows (u and u + 1) of 64-bit integers; 256 threads, in
-/// groups of `profile_rows` that share the rows through shared-memory
-/// integer atomics. `profile_rows == 0` when fewer than 16 planes fit.
+/// The plan of the fixed-point kernel: `profile_rows` planes per chunk
+/// (at most 128), each with two rows (u and u + 1) of 64-bit integers, and
+/// one thread per row (`fixed_column_threads`). `profile_rows == 0` when
+/// fewer than 16 planes fit.
 template <class T>
 inline column_plan make_fixed_column_plan(const math::image_grid<T> &grid,
                                           std::size_t rows, std::size_t budget,
@@ -39,8 +39,8 @@ inline column_plan make_fixed_column_plan(const math::image_grid<T> &grid,
   if (members >= budget)
     return p;
   std::size_t planes = (budget - members) / plane_bytes;
-  if (planes > 256)
-    planes = 256;
+  if (planes > 128)
+    planes = 128;
   if (planes < 16)
     return p;
   p.tile_rows = int(tile);
@@ -49,10 +49,19 @@ inline column_plan make_fixed_column_plan(const math::image_grid<T> &grid,
   return p;
 }
 
+/// Threads per block of `back_columns_fixed_kernel`: one per profile row,
+/// in whole warps.
+inline int fixed_column_threads(const column_plan &plan) {
+  return (2 * plan.profile_rows + 31) / 32 * 32;
+}
+
 /// Reproducible back projection by transaxial bins: as
 /// `back_columns_kernel`, with `add` the fixed-point adder of the
-/// accumulator (`base` + integer `accumulator`, scale 2^e), 256 threads
-/// per block and `plan` from `make_fixed_column_plan`.
+/// accumulator (`base` + integer `accumulator`, scale 2^e),
+/// `fixed_column_threads(plan)` threads per block and `plan` from
+/// `make_fixed_column_plan`. Thread t owns row t / S (u or u + 1) of plane
+/// t % S of the chunk (S = `plan.profile_rows`) and adds every member's
+/// integers into it with plain shared-memory adds.
 template <class T, class I, class Lors, class Add>
 RESPROJ_KERNEL void __launch_bounds__(256)
     back_columns_fixed_kernel(math::image_grid<T> grid, std::size_t rows,
@@ -62,71 +71,57 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const column_shared<T> m(shared_bytes, plan);
   auto *profile = reinterpret_cast<unsigned long long *>(m.profile);
   __shared__ column_state<T> st;
-  const std::size_t column = blockIdx.x;
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
-  const int width = plan.profile_width, span_max = plan.profile_rows;
-  find_column_key(grid, rows, columns, column, lors, st);
-  for (std::size_t tile = 0; tile < rows; tile += std::size_t(plan.tile_rows)) {
-    const std::size_t tile_end = rows - tile < std::size_t(plan.tile_rows)
-                                     ? rows
-                                     : tile + std::size_t(plan.tile_rows);
-    const int members = collect_members(grid, tile, tile_end, columns, column, lors, st,
-                                        m, column_values<T>{values},
-                                        column_back_other<T, I, Add>{base, values, add});
-    if (members == 0)
-      continue;
-    const int lo = st.lo, hi = st.hi;
-    const int total_span = hi - lo + 1;
-    const int span = total_span < span_max ? total_span : span_max;
-    const int groups = threads / span;
-    for (int c0 = lo; c0 <= hi; c0 += span) {
-      const int c1 = c0 + span - 1 < hi ? c0 + span - 1 : hi;
-      for (int i = tid; i < span * 2 * width; i += threads)
-        profile[i] = 0ull;
-      __syncthreads();
-      const int group = tid / span, p = c0 + tid % span;
-      if (group < groups && p <= c1) {
-        const math::axis_point<I, T> u = column_u<I>(grid, st, p);
-        unsigned long long *row =
-            profile + std::size_t(tid % span) * 2 * std::size_t(width);
-        for (int e = group; e < members; e += groups) {
-          if (p < m.first[e] || p > m.last[e])
-            continue;
-          const math::axis_point<int, T> v =
-              math::axis_point_at<int>(m.v0[e], m.dv[e], p, width);
-          const T amount = m.scale[e];
-          // bilinear_at's weights, in its order: (u0 v0), (u1 v0), (u0 v1), (u1 v1).
-          const T w[4] = {(u.in0 && v.in0) ? u.w0 * v.w0 : T(0),
-                          (u.in1 && v.in0) ? u.w1 * v.w0 : T(0),
-                          (u.in0 && v.in1) ? u.w0 * v.w1 : T(0),
-                          (u.in1 && v.in1) ? u.w1 * v.w1 : T(0)};
-          for (int k = 0; k < 4; ++k) {
-            if (w[k] == T(0))
-              continue;
-            const std::int64_t q = math::to_fixed_point(amount * w[k], add.scale);
-            if (q != 0)
-              atomicAdd(row + (k & 1) * width + v.i + (k >> 1),
-                        static_cast<unsigned long long>(q));
+  const int width = plan.profile_width, span = plan.profile_rows;
+  for_each_column_tile(
+      grid, rows, columns, plan, lors, st, m, column_values<T>{values},
+      column_back_other<T, I, Add>{base, values, add}, [&](std::size_t, int members) {
+        const int lo = st.lo, hi = st.hi;
+        for (int c0 = lo; c0 <= hi; c0 += span) {
+          const int c1 = c0 + span - 1 < hi ? c0 + span - 1 : hi;
+          for (int i = tid; i < (c1 - c0 + 1) * 2 * width; i += threads)
+            profile[i] = 0ull;
+          __syncthreads();
+          const int k = tid / span, q = tid % span, p = c0 + q;
+          if (k < 2 && p <= c1) {
+            const math::axis_point<I, T> u = column_u<I>(grid, st, p);
+            const bool in_u = k == 0 ? u.in0 : u.in1;
+            const T wu = k == 0 ? u.w0 : u.w1;
+            unsigned long long *row =
+                profile + (std::size_t(q) * 2 + std::size_t(k)) * std::size_t(width);
+            for (int e = 0; in_u && e < members; ++e) {
+              if (p < m.first[e] || p > m.last[e])
+                continue;
+              const math::axis_point<int, T> v =
+                  math::axis_point_at<int>(m.v0[e], m.dv[e], p, width);
+              const T amount = m.scale[e];
+              // bilinear_at's terms of this row: amount * (w_u * w_v), rounded
+              // each as the per-LOR path rounds it.
+              if (v.in0)
+                row[v.i] += static_cast<unsigned long long>(
+                    math::to_fixed_point(amount * (wu * v.w0), add.scale));
+              if (v.in1)
+                row[v.i + 1] += static_cast<unsigned long long>(
+                    math::to_fixed_point(amount * (wu * v.w1), add.scale));
+            }
           }
+          __syncthreads();
+          // Add the chunk's integer rows into the accumulator.
+          const I stride_u = I(grid.stride[st.axis == 0 ? 1 : 0]);
+          for (int i = tid; i < (c1 - c0 + 1) * 2 * width; i += threads) {
+            const unsigned long long sum = profile[i];
+            if (sum == 0ull)
+              continue;
+            const int plane = i / (2 * width), rest = i - plane * 2 * width;
+            const int kk = rest / width, z = rest - kk * width;
+            const math::axis_point<I, T> u = column_u<I>(grid, st, c0 + plane);
+            const I offset =
+                column_base<I>(grid, st, c0 + plane, z) + (u.i + I(kk)) * stride_u;
+            add.sink(add.accumulator + offset, static_cast<std::int64_t>(sum));
+          }
+          __syncthreads();
         }
-      }
-      __syncthreads();
-      // Add the chunk's integer rows into the accumulator.
-      const I stride_u = I(grid.stride[st.axis == 0 ? 1 : 0]);
-      for (int i = tid; i < (c1 - c0 + 1) * 2 * width; i += threads) {
-        const unsigned long long q = profile[i];
-        if (q == 0ull)
-          continue;
-        const int plane = i / (2 * width), rest = i - plane * 2 * width;
-        const int k = rest / width, z = rest - k * width;
-        const math::axis_point<I, T> u = column_u<I>(grid, st, c0 + plane);
-        const I offset =
-            column_base<I>(grid, st, c0 + plane, z) + (u.i + I(k)) * stride_u;
-        add.sink(add.accumulator + offset, static_cast<std::int64_t>(q));
-      }
-      __syncthreads();
-    }
-  }
+      });
 }
 
 } // namespace detail

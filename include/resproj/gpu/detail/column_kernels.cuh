@@ -219,6 +219,30 @@ __device__ int collect_members(const math::image_grid<T> &grid, std::size_t tile
   return members;
 }
 
+/// The tile loop of the column kernels: finds the key of column
+/// `blockIdx.x`, then for each tile of at most `plan.tile_rows` rows
+/// collects its members into `m` (as `collect_members`, with `weight` and
+/// `other`) and calls `body(tile, members)` when there are any. Every
+/// thread of the block calls it.
+template <class T, class Lors, class Weight, class Other, class Body>
+__device__ void for_each_column_tile(const math::image_grid<T> &grid, std::size_t rows,
+                                     std::size_t columns, const column_plan &plan,
+                                     const Lors &lors, column_state<T> &st,
+                                     const column_shared<T> &m, Weight &&weight,
+                                     Other &&other, Body &&body) {
+  const std::size_t column = blockIdx.x;
+  find_column_key(grid, rows, columns, column, lors, st);
+  for (std::size_t tile = 0; tile < rows; tile += std::size_t(plan.tile_rows)) {
+    const std::size_t tile_end = rows - tile < std::size_t(plan.tile_rows)
+                                     ? rows
+                                     : tile + std::size_t(plan.tile_rows);
+    const int members = collect_members(grid, tile, tile_end, columns, column, lors, st,
+                                        m, weight, other);
+    if (members > 0)
+      body(tile, members);
+  }
+}
+
 /// The transaxial interpolation of plane p shared by a bin's members.
 template <class I, class T>
 __device__ math::axis_point<I, T> column_u(const math::image_grid<T> &grid,
@@ -259,67 +283,59 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   const column_shared<T> m(shared_bytes, plan);
   __shared__ column_state<T> st;
-  const std::size_t column = blockIdx.x;
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   const int width = plan.profile_width;
-  find_column_key(grid, rows, columns, column, lors, st);
-  for (std::size_t tile = 0; tile < rows; tile += std::size_t(plan.tile_rows)) {
-    const std::size_t tile_end = rows - tile < std::size_t(plan.tile_rows)
-                                     ? rows
-                                     : tile + std::size_t(plan.tile_rows);
-    const int members = collect_members(grid, tile, tile_end, columns, column, lors, st,
-                                        m, column_values<T>{values},
-                                        column_back_other<T, I, Add>{image, values, add});
-    if (members == 0)
-      continue;
-    const int lo = st.lo, hi = st.hi; // reset by the next tile after this one's syncs
-    // Planes [lo, hi] in chunks of `span` planes; `groups` copies of the
-    // profiles share the members when the chunk is short.
-    const int total_span = hi - lo + 1;
-    const int span = total_span < plan.profile_rows ? total_span : plan.profile_rows;
-    const int groups = plan.profile_rows / span;
-    for (int c0 = lo; c0 <= hi; c0 += span) {
-      for (int i = tid; i < groups * span * width; i += threads)
-        m.profile[i] = T(0);
-      __syncthreads();
-      const int group = tid / span, p = c0 + tid % span;
-      if (group < groups && p <= hi) {
-        T *row = m.profile + std::size_t(tid) * std::size_t(width);
-        for (int e = group; e < members; e += groups) {
-          if (p < m.first[e] || p > m.last[e])
-            continue;
-          const math::axis_point<int, T> v =
-              math::axis_point_at<int>(m.v0[e], m.dv[e], p, width);
-          const T amount = m.scale[e];
-          if (v.in0)
-            row[v.i] += amount * v.w0;
-          if (v.in1)
-            row[v.i + 1] += amount * v.w1;
+  for_each_column_tile(
+      grid, rows, columns, plan, lors, st, m, column_values<T>{values},
+      column_back_other<T, I, Add>{image, values, add}, [&](std::size_t, int members) {
+        const int lo = st.lo, hi = st.hi; // reset by the next tile after this one's syncs
+        // Planes [lo, hi] in chunks of `span` planes; `groups` copies of the
+        // profiles share the members when the chunk is short.
+        const int total_span = hi - lo + 1;
+        const int span = total_span < plan.profile_rows ? total_span : plan.profile_rows;
+        const int groups = plan.profile_rows / span;
+        for (int c0 = lo; c0 <= hi; c0 += span) {
+          for (int i = tid; i < groups * span * width; i += threads)
+            m.profile[i] = T(0);
+          __syncthreads();
+          const int group = tid / span, p = c0 + tid % span;
+          if (group < groups && p <= hi) {
+            T *row = m.profile + std::size_t(tid) * std::size_t(width);
+            for (int e = group; e < members; e += groups) {
+              if (p < m.first[e] || p > m.last[e])
+                continue;
+              const math::axis_point<int, T> v =
+                  math::axis_point_at<int>(m.v0[e], m.dv[e], p, width);
+              const T amount = m.scale[e];
+              if (v.in0)
+                row[v.i] += amount * v.w0;
+              if (v.in1)
+                row[v.i + 1] += amount * v.w1;
+            }
+          }
+          __syncthreads();
+          // Add the chunk's profiles into rows u and u + 1 of each plane.
+          const int c1 = c0 + span - 1 < hi ? c0 + span - 1 : hi;
+          for (int i = tid; i < (c1 - c0 + 1) * width; i += threads) {
+            const int q = i / width, z = i - q * width;
+            T sum = m.profile[std::size_t(q) * std::size_t(width) + std::size_t(z)];
+            for (int g = 1; g < groups; ++g)
+              sum += m.profile[(std::size_t(g) * std::size_t(span) + std::size_t(q)) *
+                                   std::size_t(width) +
+                               std::size_t(z)];
+            if (sum == T(0))
+              continue;
+            const math::axis_point<I, T> u = column_u<I>(grid, st, c0 + q);
+            const I stride_u = I(grid.stride[st.axis == 0 ? 1 : 0]);
+            const I base = column_base<I>(grid, st, c0 + q, z) + u.i * stride_u;
+            if (u.in0)
+              add(image + base, sum * u.w0);
+            if (u.in1)
+              add(image + base + stride_u, sum * u.w1);
+          }
+          __syncthreads();
         }
-      }
-      __syncthreads();
-      // Add the chunk's profiles into rows u and u + 1 of each plane.
-      const int c1 = c0 + span - 1 < hi ? c0 + span - 1 : hi;
-      for (int i = tid; i < (c1 - c0 + 1) * width; i += threads) {
-        const int q = i / width, z = i - q * width;
-        T sum = m.profile[std::size_t(q) * std::size_t(width) + std::size_t(z)];
-        for (int g = 1; g < groups; ++g)
-          sum += m.profile[(std::size_t(g) * std::size_t(span) + std::size_t(q)) *
-                               std::size_t(width) +
-                           std::size_t(z)];
-        if (sum == T(0))
-          continue;
-        const math::axis_point<I, T> u = column_u<I>(grid, st, c0 + q);
-        const I stride_u = I(grid.stride[st.axis == 0 ? 1 : 0]);
-        const I base = column_base<I>(grid, st, c0 + q, z) + u.i * stride_u;
-        if (u.in0)
-          add(image + base, sum * u.w0);
-        if (u.in1)
-          add(image + base + stride_u, sum * u.w1);
-      }
-      __syncthreads();
-    }
-  }
+      });
 }
 
 template <class T, class I> struct column_forward_other {
@@ -346,54 +362,49 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::size_t column = blockIdx.x;
   const int tid = int(threadIdx.x), threads = int(blockDim.x);
   const int width = plan.profile_width;
-  find_column_key(grid, rows, columns, column, lors, st);
-  for (std::size_t tile = 0; tile < rows; tile += std::size_t(plan.tile_rows)) {
-    const std::size_t tile_end = rows - tile < std::size_t(plan.tile_rows)
-                                     ? rows
-                                     : tile + std::size_t(plan.tile_rows);
-    const int members =
-        collect_members(grid, tile, tile_end, columns, column, lors, st, m,
-                        column_unit<T>{}, column_forward_other<T, I>{image, out});
-    if (members == 0)
-      continue;
-    const int lo = st.lo, hi = st.hi;
-    for (int c0 = lo; c0 <= hi; c0 += plan.profile_rows) {
-      const int c1 = c0 + plan.profile_rows - 1 < hi ? c0 + plan.profile_rows - 1 : hi;
-      // Blend each plane's two rows into its profile.
-      for (int i = tid; i < (c1 - c0 + 1) * width; i += threads) {
-        const int q = i / width, z = i - q * width;
-        const math::axis_point<I, T> u = column_u<I>(grid, st, c0 + q);
-        const I stride_u = I(grid.stride[st.axis == 0 ? 1 : 0]);
-        const I base = column_base<I>(grid, st, c0 + q, z) + u.i * stride_u;
-        T v = T(0);
-        if (u.in0)
-          v += u.w0 * image[base];
-        if (u.in1)
-          v += u.w1 * image[base + stride_u];
-        m.profile[i] = v;
-      }
-      __syncthreads();
-      for (int e = tid; e < members; e += threads) {
-        const int p_lo = m.first[e] > c0 ? m.first[e] : c0;
-        const int p_hi = m.last[e] < c1 ? m.last[e] : c1;
-        const T v0 = m.v0[e], dv = m.dv[e];
-        T acc = m.sum[e];
-        for (int p = p_lo; p <= p_hi; ++p) {
-          const math::axis_point<int, T> v = math::axis_point_at<int>(v0, dv, p, width);
-          const T *row = m.profile + std::size_t(p - c0) * std::size_t(width);
-          if (v.in0)
-            acc += v.w0 * row[v.i];
-          if (v.in1)
-            acc += v.w1 * row[v.i + 1];
+  for_each_column_tile(
+      grid, rows, columns, plan, lors, st, m, column_unit<T>{},
+      column_forward_other<T, I>{image, out}, [&](std::size_t tile, int members) {
+        const int lo = st.lo, hi = st.hi;
+        for (int c0 = lo; c0 <= hi; c0 += plan.profile_rows) {
+          const int c1 =
+              c0 + plan.profile_rows - 1 < hi ? c0 + plan.profile_rows - 1 : hi;
+          // Blend each plane's two rows into its profile.
+          for (int i = tid; i < (c1 - c0 + 1) * width; i += threads) {
+            const int q = i / width, z = i - q * width;
+            const math::axis_point<I, T> u = column_u<I>(grid, st, c0 + q);
+            const I stride_u = I(grid.stride[st.axis == 0 ? 1 : 0]);
+            const I base = column_base<I>(grid, st, c0 + q, z) + u.i * stride_u;
+            T v = T(0);
+            if (u.in0)
+              v += u.w0 * image[base];
+            if (u.in1)
+              v += u.w1 * image[base + stride_u];
+            m.profile[i] = v;
+          }
+          __syncthreads();
+          for (int e = tid; e < members; e += threads) {
+            const int p_lo = m.first[e] > c0 ? m.first[e] : c0;
+            const int p_hi = m.last[e] < c1 ? m.last[e] : c1;
+            const T v0 = m.v0[e], dv = m.dv[e];
+            T acc = m.sum[e];
+            for (int p = p_lo; p <= p_hi; ++p) {
+              const math::axis_point<int, T> v =
+                  math::axis_point_at<int>(v0, dv, p, width);
+              const T *row = m.profile + std::size_t(p - c0) * std::size_t(width);
+              if (v.in0)
+                acc += v.w0 * row[v.i];
+              if (v.in1)
+                acc += v.w1 * row[v.i + 1];
+            }
+            m.sum[e] = acc;
+          }
+          __syncthreads();
         }
-        m.sum[e] = acc;
-      }
-      __syncthreads();
-    }
-    for (int e = tid; e < members; e += threads)
-      out[(tile + std::size_t(m.row[e])) * columns + column] = m.sum[e] * m.scale[e];
-    __syncthreads();
-  }
+        for (int e = tid; e < members; e += threads)
+          out[(tile + std::size_t(m.row[e])) * columns + column] = m.sum[e] * m.scale[e];
+        __syncthreads();
+      });
 }
 
 } // namespace detail

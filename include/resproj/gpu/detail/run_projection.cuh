@@ -396,13 +396,14 @@ void run_back(const Op &o, fixed_point_image<T> &acc, const Lors &src,
       if (plan.profile_rows > 0) {
         const std::size_t columns = src.count / c.rows;
         using Add = std::decay_t<decltype(add)>;
+        const int threads = fixed_column_threads(plan);
         if (!c.wide_index && math::fits_32bit_index(grid))
           launch_shared(back_columns_fixed_kernel<T, std::int32_t, Lors, Add>, columns,
-                        256, plan.shared_bytes, s, "back_columns_fixed_kernel", grid,
+                        threads, plan.shared_bytes, s, "back_columns_fixed_kernel", grid,
                         c.rows, columns, plan, base.data, src, values.data(), add);
         else
           launch_shared(back_columns_fixed_kernel<T, std::int64_t, Lors, Add>, columns,
-                        256, plan.shared_bytes, s, "back_columns_fixed_kernel", grid,
+                        threads, plan.shared_bytes, s, "back_columns_fixed_kernel", grid,
                         c.rows, columns, plan, base.data, src, values.data(), add);
         return;
       }
