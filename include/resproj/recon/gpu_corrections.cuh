@@ -110,6 +110,19 @@ void transform_indexed(float *v, std::size_t n, const Op &op, gpu::stream_ref s)
       thrust::make_tuple(thrust::counting_iterator<std::size_t>(0), v));
   thrust::transform(on(s), first, first + std::ptrdiff_t(n), v, op);
 }
+/// The event count of `pairs` (two detector indices per event), checked
+/// against the outputs `m` and `a`.
+inline std::size_t checked_event_count(span<const std::int32_t> pairs, span<float> m,
+                                       span<float> a) {
+  const std::size_t n = pairs.size() / 2;
+  if (pairs.size() % 2 != 0)
+    resproj::detail::throw_invalid("pairs", "size must be even (2 per event)");
+  if (m.size() != n)
+    resproj::detail::throw_invalid("m", "one value per event needed");
+  if (a.size() != n)
+    resproj::detail::throw_invalid("a", "one value per event needed");
+  return n;
+}
 } // namespace detail
 
 /// The sensitivity image with attenuation and normalisation, `A^T m` over
@@ -185,13 +198,7 @@ inline void gpu_event_corrections(span<const float> detectors,
                                   const device_corrections &c, int num_tof_bins,
                                   span<float> m, span<float> a, gpu::stream_ref s,
                                   const lor_layout &layout = {}) {
-  const std::size_t n = pairs.size() / 2;
-  if (pairs.size() % 2 != 0)
-    resproj::detail::throw_invalid("pairs", "size must be even (2 per event)");
-  if (m.size() != n)
-    resproj::detail::throw_invalid("m", "one value per event needed");
-  if (a.size() != n)
-    resproj::detail::throw_invalid("a", "one value per event needed");
+  const std::size_t n = detail::checked_event_count(pairs, m, a);
   const auto lors =
       detector_pairs<float>(detectors.data(), detectors.size() / 3, pairs.data(), n)
           .with_layout(layout);
@@ -257,13 +264,7 @@ inline void gpu_event_corrections_from_sinogram(
     const scanner::sinogram_lookup_view &lookup, span<const float> line_integrals,
     const device_corrections &c, int num_tof_bins, span<float> m, span<float> a,
     gpu::stream_ref s) {
-  const std::size_t n = pairs.size() / 2;
-  if (pairs.size() % 2 != 0)
-    resproj::detail::throw_invalid("pairs", "size must be even (2 per event)");
-  if (m.size() != n)
-    resproj::detail::throw_invalid("m", "one value per event needed");
-  if (a.size() != n)
-    resproj::detail::throw_invalid("a", "one value per event needed");
+  const std::size_t n = detail::checked_event_count(pairs, m, a);
   if (n == 0)
     return;
   const auto mu = c.mu.cview();

@@ -89,21 +89,19 @@ RESPROJ_KERNEL void __launch_bounds__(256)
             const T wu = k == 0 ? u.w0 : u.w1;
             unsigned long long *row =
                 profile + (std::size_t(q) * 2 + std::size_t(k)) * std::size_t(width);
-            for (int e = 0; in_u && e < members; ++e) {
-              if (p < m.first[e] || p > m.last[e])
-                continue;
-              const math::axis_point<int, T> v =
-                  math::axis_point_at<int>(m.v0[e], m.dv[e], p, width);
-              const T amount = m.scale[e];
-              // bilinear_at's terms of this row: amount * (w_u * w_v), rounded
-              // each as the per-LOR path rounds it.
-              if (v.in0)
-                row[v.i] += static_cast<unsigned long long>(
-                    math::to_fixed_point(amount * (wu * v.w0), add.scale));
-              if (v.in1)
-                row[v.i + 1] += static_cast<unsigned long long>(
-                    math::to_fixed_point(amount * (wu * v.w1), add.scale));
-            }
+            // bilinear_at's terms of this row, amount * (w_u * w_v), each
+            // rounded as the per-LOR path rounds it.
+            if (in_u)
+              for_each_member_on_plane(
+                  m, members, 0, 1, p, width,
+                  [&](const math::axis_point<int, T> &v, T amount) {
+                    if (v.in0)
+                      row[v.i] += static_cast<unsigned long long>(
+                          math::to_fixed_point(amount * (wu * v.w0), add.scale));
+                    if (v.in1)
+                      row[v.i + 1] += static_cast<unsigned long long>(
+                          math::to_fixed_point(amount * (wu * v.w1), add.scale));
+                  });
           }
           __syncthreads();
           // Add the chunk's integer rows into the accumulator.

@@ -243,6 +243,19 @@ __device__ void for_each_column_tile(const math::image_grid<T> &grid, std::size_
   }
 }
 
+/// Calls `f(v, amount)` for members e0, e0 + step, ... (in that order)
+/// that sample plane p: `v` the member's axial point on p, `amount` its
+/// scale.
+template <class T, class F>
+__device__ void for_each_member_on_plane(const column_shared<T> &m, int members, int e0,
+                                         int step, int p, int width, F &&f) {
+  for (int e = e0; e < members; e += step) {
+    if (p < m.first[e] || p > m.last[e])
+      continue;
+    f(math::axis_point_at<int>(m.v0[e], m.dv[e], p, width), m.scale[e]);
+  }
+}
+
 /// The transaxial interpolation of plane p shared by a bin's members.
 template <class I, class T>
 __device__ math::axis_point<I, T> column_u(const math::image_grid<T> &grid,
@@ -301,17 +314,13 @@ RESPROJ_KERNEL void __launch_bounds__(256)
           const int group = tid / span, p = c0 + tid % span;
           if (group < groups && p <= hi) {
             T *row = m.profile + std::size_t(tid) * std::size_t(width);
-            for (int e = group; e < members; e += groups) {
-              if (p < m.first[e] || p > m.last[e])
-                continue;
-              const math::axis_point<int, T> v =
-                  math::axis_point_at<int>(m.v0[e], m.dv[e], p, width);
-              const T amount = m.scale[e];
-              if (v.in0)
-                row[v.i] += amount * v.w0;
-              if (v.in1)
-                row[v.i + 1] += amount * v.w1;
-            }
+            for_each_member_on_plane(m, members, group, groups, p, width,
+                                     [&](const math::axis_point<int, T> &v, T amount) {
+                                       if (v.in0)
+                                         row[v.i] += amount * v.w0;
+                                       if (v.in1)
+                                         row[v.i + 1] += amount * v.w1;
+                                     });
           }
           __syncthreads();
           // Add the chunk's profiles into rows u and u + 1 of each plane.
