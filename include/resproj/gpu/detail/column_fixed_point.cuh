@@ -26,11 +26,13 @@ namespace detail {
 /// The plan of the fixed-point kernel: `profile_rows` planes per chunk
 /// (at most 128), each with two rows (u and u + 1) of 64-bit integers, and
 /// one thread per row (`fixed_column_threads`). `profile_rows == 0` when
-/// fewer than 16 planes fit.
+/// fewer than 16 planes fit. The defaults (72 KB, tiles of 432 members:
+/// three blocks per multiprocessor) were the fastest of a sweep on
+/// dmi-subset (docs/kernel-choices.md, "Transaxial bins").
 template <class T>
-inline column_plan make_fixed_column_plan(const math::image_grid<T> &grid,
-                                          std::size_t rows, std::size_t budget,
-                                          int max_tile_rows = 2048) {
+inline column_plan
+make_fixed_column_plan(const math::image_grid<T> &grid, std::size_t rows,
+                       std::size_t budget = 72 * 1024, int max_tile_rows = 432) {
   column_plan p;
   p.profile_width = int(grid.shape[2]);
   const std::size_t tile = rows < std::size_t(max_tile_rows) ? rows : max_tile_rows;

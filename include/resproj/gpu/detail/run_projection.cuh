@@ -392,7 +392,7 @@ void run_back(const Op &o, fixed_point_image<T> &acc, const Lors &src,
     if (by_transaxial_bins(c, src.count)) {
       const device_guard guard(base.device);
       const auto grid = math::image_grid<T>::from(base.geometry);
-      const column_plan plan = make_fixed_column_plan(grid, c.rows, column_shared_budget);
+      const column_plan plan = make_fixed_column_plan(grid, c.rows);
       if (plan.profile_rows > 0) {
         const std::size_t columns = src.count / c.rows;
         using Add = std::decay_t<decltype(add)>;
