@@ -40,6 +40,7 @@ void check_round_trip(const rs::sinogram_layout &l, const rs::sinogram_geometry 
   EXPECT_EQ(f->view, v);
   EXPECT_EQ(f->radial, r);
   EXPECT_FALSE(f->swapped);
+  EXPECT_EQ(lk.view().bin_index(p, v, r), l.bin_index(p, v, r));
   // The reversed pair is the same LOR: the same bin, flagged as swapped.
   const auto b = lk.find(db, da);
   ASSERT_TRUE(b.has_value());

@@ -230,11 +230,7 @@ struct event_correction_from_bins {
     bool swapped;
     float integral;
     if (lookup.find(da, db, plane, view, radial, swapped)) {
-      const std::int64_t bin =
-          (std::int64_t(plane) * (lookup.crystals_per_ring / 2) + view) *
-              lookup.num_radial +
-          radial;
-      integral = line_integrals[bin];
+      integral = line_integrals[lookup.bin_index(plane, view, radial)];
     } else {
       float a[3], b[3];
       for (int k = 0; k < 3; ++k) {

@@ -65,6 +65,12 @@ struct sinogram_lookup_view {
     radial = vr % num_radial;
     return true;
   }
+  /// Linear index of bin (plane, view, radial) in the layout's
+  /// `[plane][view][radial]` order (`sinogram_layout::bin_index`; a lookup's
+  /// layout has `crystals_per_ring / 2` views).
+  RESPROJ_HD std::int64_t bin_index(int plane, int view, int radial) const noexcept {
+    return (std::int64_t(plane) * (crystals_per_ring / 2) + view) * num_radial + radial;
+  }
 };
 
 static_assert(std::is_trivially_copyable_v<sinogram_lookup_view>);
