@@ -38,6 +38,13 @@ template <class T> struct joseph_ray {
   }
 };
 
+/// `v[k]` for k in {0, 1, 2}, selected rather than indexed: with a run-time
+/// k, indexing an array (a kernel parameter's or a local one) makes the GPU
+/// compiler copy it to local memory; a selection keeps it in registers.
+template <class T> RESPROJ_HD T axis_value(const T *v, int k) noexcept {
+  return k == 0 ? v[0] : (k == 1 ? v[1] : v[2]);
+}
+
 /// Principal axis of direction `d`: largest |d_k|; ties: 1 beats 0 and 2,
 /// 2 beats 0.
 template <class T> RESPROJ_HD int principal_axis(const T d[3]) noexcept {
@@ -102,7 +109,9 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
     return r;
   const int ax = principal_axis(d);
   r.axis = ax;
-  if (d[ax] == T(0))
+  const T d_ax = axis_value(d, ax), a_ax = axis_value(a, ax), b_ax = axis_value(b, ax);
+  const T origin_ax = axis_value(g.origin, ax), voxel_ax = axis_value(g.voxel_size, ax);
+  if (d_ax == T(0))
     return r; // zero length
   T t_in, t_out;
   if (!clip_to_box(g, a, d, t_in, t_out))
@@ -110,12 +119,10 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
   // Entry and exit along the principal axis in plane units. At t == 1 the
   // point is b itself: a + 1 * (b - a) can miss b by an ulp and drop (or
   // add) the plane of an end point lying exactly on a plane centre.
-  T f_in =
-      ((t_in == T(1) ? b[ax] : a[ax] + mul_no_contract(t_in, d[ax])) - g.origin[ax]) /
-      g.voxel_size[ax];
-  T f_out =
-      ((t_out == T(1) ? b[ax] : a[ax] + mul_no_contract(t_out, d[ax])) - g.origin[ax]) /
-      g.voxel_size[ax];
+  T f_in = ((t_in == T(1) ? b_ax : a_ax + mul_no_contract(t_in, d_ax)) - origin_ax) /
+           voxel_ax;
+  T f_out = ((t_out == T(1) ? b_ax : a_ax + mul_no_contract(t_out, d_ax)) - origin_ax) /
+            voxel_ax;
   if (f_in > f_out) {
     const T tmp = f_in;
     f_in = f_out;
@@ -126,8 +133,9 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
   // Rounding can only push the edges by an ulp; keep indices in the image.
   if (first < 0)
     first = 0;
-  if (last > g.shape[ax] - 1)
-    last = g.shape[ax] - 1;
+  const std::int64_t planes = axis_value(g.shape, ax);
+  if (last > planes - 1)
+    last = planes - 1;
   r.first_plane = first;
   r.last_plane = last;
   if (first > last)
@@ -135,22 +143,24 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
 
   const int au = ax == 0 ? 1 : 0;
   const int av = ax == 2 ? 1 : 2;
-  r.stride_plane = g.stride[ax];
-  r.stride_u = g.stride[au];
-  r.stride_v = g.stride[av];
-  r.size_u = g.shape[au];
-  r.size_v = g.shape[av];
+  r.stride_plane = axis_value(g.stride, ax);
+  r.stride_u = axis_value(g.stride, au);
+  r.stride_v = axis_value(g.stride, av);
+  r.size_u = axis_value(g.shape, au);
+  r.size_v = axis_value(g.shape, av);
   // World coordinate of plane p along d: origin_d + p * s_d.
   // t(p) = (origin_d + p s_d - a_d) / d_d; x_k(p) = a_k + t(p) d_k.
-  const T inv_dd = T(1) / d[ax];
-  r.t0 = (g.origin[ax] - a[ax]) * inv_dd;
-  r.dt = g.voxel_size[ax] * inv_dd;
-  r.u0 = (a[au] + r.t0 * d[au] - g.origin[au]) / g.voxel_size[au];
-  r.du = r.dt * d[au] / g.voxel_size[au];
-  r.v0 = (a[av] + r.t0 * d[av] - g.origin[av]) / g.voxel_size[av];
-  r.dv = r.dt * d[av] / g.voxel_size[av];
+  const T inv_dd = T(1) / d_ax;
+  r.t0 = (origin_ax - a_ax) * inv_dd;
+  r.dt = voxel_ax * inv_dd;
+  const T voxel_u = axis_value(g.voxel_size, au), voxel_v = axis_value(g.voxel_size, av);
+  const T d_u = axis_value(d, au), d_v = axis_value(d, av);
+  r.u0 = (axis_value(a, au) + r.t0 * d_u - axis_value(g.origin, au)) / voxel_u;
+  r.du = r.dt * d_u / voxel_u;
+  r.v0 = (axis_value(a, av) + r.t0 * d_v - axis_value(g.origin, av)) / voxel_v;
+  r.dv = r.dt * d_v / voxel_v;
   r.length = sqrt_of(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-  r.step = g.voxel_size[ax] * r.length / abs_of(d[ax]);
+  r.step = voxel_ax * r.length / abs_of(d_ax);
   return r;
 }
 
