@@ -183,8 +183,9 @@ TYPED_TEST(TofMath, SingleWeightMatchesLoop) {
 }
 
 // tof_plane_range(bin) contains every plane whose window holds the bin,
-// and lies inside the ray's planes.
-TYPED_TEST(TofMath, PlaneRangeIsSuperset) {
+// lies inside the ray's planes and is tight: the window of its first and
+// of its last plane holds the bin.
+TYPED_TEST(TofMath, PlaneRangeIsTight) {
   using T = TypeParam;
   const rt::grid g = rt::grid::centred({30, 26, 14}, {2.0, 2.5, 3.0});
   const auto grid = math::image_grid<T>::from(rt::geometry_of(g));
@@ -207,6 +208,8 @@ TYPED_TEST(TofMath, PlaneRangeIsSuperset) {
       if (lo <= hi) {
         ASSERT_GE(lo, ray.first_plane);
         ASSERT_LE(hi, ray.last_plane);
+        ASSERT_TRUE(math::tof_window_holds(ray, tl, lo, j)) << "LOR " << i << " bin " << j;
+        ASSERT_TRUE(math::tof_window_holds(ray, tl, hi, j)) << "LOR " << i << " bin " << j;
         visited += hi - lo + 1;
       }
       total += ray.num_planes();

@@ -176,9 +176,20 @@ RESPROJ_HD T tof_weight(const tof_lor<T> &t, T s, std::int64_t bin) noexcept {
   return edge_difference(xa, edge_value(t, xa), xb, edge_value(t, xb)) * scale;
 }
 
-/// Planes of `r` whose window can contain bin j (a superset: callers still
-/// take the window decision per plane with `tof_weight`). Empty when
-/// `first > last`.
+/// True if the window of the sample on plane p holds bin j (the decision
+/// `tof_weight` takes; bins outside [0, N-1] included).
+template <class T>
+RESPROJ_HD bool tof_window_holds(const joseph_ray<T> &r, const tof_lor<T> &t,
+                                 std::int64_t p, std::int64_t j) noexcept {
+  int first, last;
+  tof_window(t, tof_position(r, p), first, last);
+  return j >= first && j <= last;
+}
+
+/// Planes of `r` whose window holds bin j: from the first such plane to the
+/// last (`tof_window_holds` is true at both ends; the planes between hold it
+/// too, as the bin coordinate grows monotonically along the LOR, and
+/// callers still take the decision per plane). Empty when `first > last`.
 template <class T>
 RESPROJ_HD void tof_plane_range(const joseph_ray<T> &r, const tof_lor<T> &t,
                                 std::int64_t j, std::int64_t &first,
@@ -213,6 +224,12 @@ RESPROJ_HD void tof_plane_range(const joseph_ray<T> &r, const tof_lor<T> &t,
     first = std::int64_t(lo_plane);
   if (hi_plane < T(last))
     last = std::int64_t(hi_plane);
+  // Trim the widened ends to the planes whose window holds the bin: the
+  // planes dropped have weight 0 for j, so no value changes.
+  while (first <= last && !tof_window_holds(r, t, first, j))
+    ++first;
+  while (last >= first && !tof_window_holds(r, t, last, j))
+    --last;
 }
 
 } // namespace math
