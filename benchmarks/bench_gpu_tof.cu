@@ -33,6 +33,10 @@
 //   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/{forward,back}/plain
 //                                             TOF key with 11.25 / 2.8 degree
 //                                             direction cells (default 5.6)
+//   gpu/dmi-tof-lm{,-sorted,-tofsorted}/forward/positive-image/plain
+//                                             the same forward calls from the
+//                                             box image plus 0.25 everywhere
+//                                             (no zero sample to skip)
 //   gpu/dmi-tof-subset/back/reproducible/plain
 //   gpu/dmi-tof-lm{,-sorted,-tofsorted}/back/reproducible/plain
 //                                             the reproducible back projection:
@@ -140,18 +144,25 @@ namespace rs = resproj::scanner;
 
 constexpr std::size_t lm_events = rb::dmi_tof_lm_events;
 
-/// Shared state: image, back image, stream.
+/// Shared state: image, a strictly positive image, back image, stream.
 struct base_problem {
   rp::image_geometry geometry = rb::reference_image_geometry();
   gpu::stream s;
-  gpu::device_image<float> image, back_image;
+  gpu::device_image<float> image, positive_image, back_image;
   /// Stencil workspaces of width 2 and 4, made on first use.
   std::unique_ptr<gpu::stencil_workspace<float>> stencil_ws, stencil_ws4;
   /// Reproducible back projection output, made on first use.
   std::unique_ptr<gpu::fixed_point_image<float>> fixed_image;
-  base_problem() : image(geometry, s), back_image(geometry, s) {
+  base_problem()
+      : image(geometry, s), positive_image(geometry, s), back_image(geometry, s) {
     const auto host = rb::box_phantom<float>(geometry);
     image.upload(rp::span<const float>(host.data(), host.size()), s);
+    // The box on a background of 0.25: no sample is zero, so kernels that
+    // skip zero samples gain nothing.
+    std::vector<float> positive(host);
+    for (float &v : positive)
+      v += 0.25f;
+    positive_image.upload(rp::span<const float>(positive.data(), positive.size()), s);
     back_image.zero(s);
     s.synchronize();
   }
@@ -360,10 +371,12 @@ void set_counters(benchmark::State &state, std::size_t items, int bins_per_item 
 /// Forward (`back` false) or back projection of `op` over `lors` into /
 /// from the base problem's images: the plain call when `plain`, else kernel
 /// `c` (the call checked once first, with `t` for its stencil).
+/// `positive`: forward from the strictly positive image.
 template <class Op, class Lors>
 void time_projection(benchmark::State &state, const Op &op, const Lors &lors,
                      rp::span<float> out, rp::span<const float> ones, bool back,
-                     bool plain, const gpu::kernel_choice &c, const gpu::tuning &t) {
+                     bool plain, const gpu::kernel_choice &c, const gpu::tuning &t,
+                     bool positive = false) {
   base_problem &b = base();
   if (back) {
     const auto image = b.back_image.view();
@@ -378,7 +391,7 @@ void time_projection(benchmark::State &state, const Op &op, const Lors &lors,
             rb::back_as(c, op, image, lors, ones, b.s);
         });
   } else {
-    const auto image = b.image.cview();
+    const auto image = positive ? b.positive_image.cview() : b.image.cview();
     if (!plain)
       rb::check_forward(op, image, lors, out, b.s, t);
     rb::time_on_stream(state, b.s, [&] {
@@ -503,7 +516,8 @@ void select_events(base_problem &b, lm_problem &p, lm_order order,
   bins = c.bins.cspan();
 }
 
-void bm_lm_plain(benchmark::State &state, lm_order order, bool back) {
+/// `positive`: forward from the strictly positive image.
+void bm_lm_plain(benchmark::State &state, lm_order order, bool back, bool positive) {
   rb::guarded(state, [&] {
     base_problem &b = base();
     lm_problem &p = lm();
@@ -512,7 +526,8 @@ void bm_lm_plain(benchmark::State &state, lm_order order, bool back) {
     select_events(b, p, order, lors, bins);
     const rp::op::tof_listmode op(rb::dmi_tof<float>(), bins);
     time_projection(state, op, lors, p.out.span(), p.ones.cspan(), back, true,
-                    rb::plain_choice(op, direction_of(back), lors, b.image.device()), {});
+                    rb::plain_choice(op, direction_of(back), lors, b.image.device()), {},
+                    positive);
     set_counters(state, p.count);
   });
 }
@@ -619,7 +634,10 @@ void register_all() {
   for (const auto &o : orders)
     for (const bool back : {false, true})
       reg(std::string(o.name) + (back ? "/back" : "/forward") + "/plain", bm_lm_plain,
-          o.order, back);
+          o.order, back, false);
+  for (std::size_t i = 0; i < 3; ++i)
+    reg(std::string(orders[i].name) + "/forward/positive-image/plain", bm_lm_plain,
+        orders[i].order, false, true);
   // The reproducible back projection (plain call, fixed-point image).
   reg("gpu/dmi-tof-subset/back/reproducible/plain", bm_subset_reproducible);
   for (std::size_t i = 0; i < 3; ++i)
