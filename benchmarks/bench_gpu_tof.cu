@@ -73,15 +73,15 @@
 //     /base          2 threads per event (the table's count), fast erfc,
 //                    forward: sample first (image sample read first, TOF
 //                    weight only where it is non-zero), back: paired vector
-//                    atomics; no vector loads, no lock-step
+//                    atomics; no lock-step
 //   the suffixes change:
 //     /levers-off    every lever off (weight first, exact erfc, scalar
 //                    atomics): the original kernels
+//     /weight-first  forward: the TOF weight evaluated first, the image
+//                    sample only where it is non-zero
 //     /lockstep      one thread per event, a warp's lanes walking the union
 //                    of their plane ranges in lock-step (sorted orders)
 //     /exact-erfc    as above; combines (/lockstep+exact-erfc, ...)
-//     /vec-loads     forward: paired vector loads of the image
-//     /weight-first+vec-loads  the same with the TOF weight evaluated first
 //     /stencil[-w4][+...]  back: stencil workspace, as above
 //     /tpl:G         G threads per event
 //
@@ -490,14 +490,13 @@ void bm_subset_variant(benchmark::State &state, bool back, sino_variant v) {
 
 /// A forced TOF list-mode kernel, relative to the base (the defaults
 /// below): threads per event (0: the table's count), sample first
-/// (forward), paired vector atomics (back), paired vector loads (forward),
+/// (forward), paired vector atomics (back),
 /// lock-step warps, exact erfc, a stencil workspace of `stencil_width`
 /// (back; 0: none).
 struct lm_variant {
   int threads_per_lor = 0;
   bool sample_first = true;
   bool vector_atomics = true;
-  bool vector_loads = false;
   bool lockstep = false;
   bool exact_erfc = false;
   int stencil_width = 0;
@@ -561,7 +560,6 @@ void bm_lm_variant(benchmark::State &state, lm_order order, bool back, lm_varian
                                          p.count, b.image.device(), t);
     c.sample_first = v.sample_first;
     c.vector_atomics = v.vector_atomics;
-    c.vector_loads = v.vector_loads;
     c.lockstep = v.lockstep;
     if (v.lockstep)
       c.threads_per_lor = 1;
@@ -693,8 +691,7 @@ void register_all() {
 
   // List-mode variants, per event order.
   const lm_variant base_kernels{};
-  lm_variant levers_off, lockstep, exact, lockstep_exact, loads, lockstep_loads,
-      weight_first_loads;
+  lm_variant levers_off, lockstep, exact, lockstep_exact, weight_first;
   levers_off.sample_first = false;
   levers_off.vector_atomics = false;
   levers_off.exact_erfc = true;
@@ -702,11 +699,7 @@ void register_all() {
   exact.exact_erfc = true;
   lockstep_exact = lockstep;
   lockstep_exact.exact_erfc = true;
-  loads.vector_loads = true;
-  lockstep_loads = lockstep;
-  lockstep_loads.vector_loads = true;
-  weight_first_loads = loads;
-  weight_first_loads.sample_first = false;
+  weight_first.sample_first = false;
   for (std::size_t i = 0; i < num_variant_orders; ++i) {
     const auto &o = orders[i];
     const std::string n = o.name;
@@ -719,9 +712,7 @@ void register_all() {
     reg(n + "/back/lockstep", bm_lm_variant, o.order, true, lockstep);
     reg(n + "/forward/exact-erfc", bm_lm_variant, o.order, false, exact);
     reg(n + "/back/exact-erfc", bm_lm_variant, o.order, true, exact);
-    reg(n + "/forward/vec-loads", bm_lm_variant, o.order, false, loads);
-    reg(n + "/forward/weight-first+vec-loads", bm_lm_variant, o.order, false,
-        weight_first_loads);
+    reg(n + "/forward/weight-first", bm_lm_variant, o.order, false, weight_first);
     for (const auto &sv : {std::pair<const char *, lm_variant>{"", base_kernels},
                            {"+lockstep", lockstep},
                            {"+lockstep+exact-erfc", lockstep_exact}}) {
@@ -738,8 +729,6 @@ void register_all() {
       reg(n + "/forward/lockstep+exact-erfc", bm_lm_variant, o.order, false,
           lockstep_exact);
       reg(n + "/back/lockstep+exact-erfc", bm_lm_variant, o.order, true, lockstep_exact);
-      reg(n + "/forward/lockstep+vec-loads", bm_lm_variant, o.order, false,
-          lockstep_loads);
     }
   }
   for (int g : {1, 4}) {

@@ -40,7 +40,7 @@ gpu::kernel_choice choose(operation_kind o, direction d, rp::lor_layout l, std::
 struct expected {
   int lanes;
   std::size_t rows;
-  bool fast_erfc, sample_first, vector_loads, vector_atomics, lockstep;
+  bool fast_erfc, sample_first, vector_atomics, lockstep;
 };
 
 void expect_choice(const gpu::kernel_choice &c, const expected &e,
@@ -50,7 +50,6 @@ void expect_choice(const gpu::kernel_choice &c, const expected &e,
   EXPECT_EQ(c.rows, e.rows);
   EXPECT_EQ(c.fast_erfc, e.fast_erfc);
   EXPECT_EQ(c.sample_first, e.sample_first);
-  EXPECT_EQ(c.vector_loads, e.vector_loads);
   EXPECT_EQ(c.vector_atomics, e.vector_atomics);
   EXPECT_EQ(c.lockstep, e.lockstep);
   EXPECT_EQ(c.block_size, 256);
@@ -65,9 +64,9 @@ TEST(KernelChoice, ReferenceSinogramsTakeLanesAlongPlanes) {
   const auto full = rp::lor_layout::sinogram(272, radial);
   for (direction d : {direction::forward, direction::back}) {
     expect_choice(choose(operation_kind::non_tof, d, sino, subset_lors),
-                  {1, planes, false, false, false, false, false}, "dmi-subset");
+                  {1, planes, false, false, false, false}, "dmi-subset");
     expect_choice(choose(operation_kind::non_tof, d, full, full_lors),
-                  {1, planes, false, false, false, false, false}, "dmi-full");
+                  {1, planes, false, false, false, false}, "dmi-full");
   }
 }
 
@@ -99,38 +98,38 @@ TEST(KernelChoice, TofSinogramForwardKeepsMemoryOrderBackTakesPlanes) {
   const auto sino = rp::lor_layout::sinogram(8, radial);
   expect_choice(
       choose(operation_kind::tof_sinogram, direction::forward, sino, subset_lors),
-      {8, 0, true, false, false, false, false}, "dmi-tof-subset forward");
+      {8, 0, true, false, false, false}, "dmi-tof-subset forward");
   expect_choice(choose(operation_kind::tof_sinogram, direction::back, sino, subset_lors),
-                {1, planes, true, false, false, false, false}, "dmi-tof-subset back");
+                {1, planes, true, false, false, false}, "dmi-tof-subset back");
   // Without a layout the back projection pairs its atomics.
   expect_choice(choose(operation_kind::tof_sinogram, direction::back, {}, subset_lors),
-                {4, 0, true, false, false, true, false}, "tof sinogram back, unordered");
+                {4, 0, true, false, true, false}, "tof sinogram back, unordered");
 }
 
 TEST(KernelChoice, ListModeDependsOnTheEventOrder) {
   const auto sorted = rp::lor_layout::sorted_events();
   expect_choice(
       choose(operation_kind::tof_listmode, direction::forward, {}, listmode_events),
-      {2, 0, true, true, true, false, false}, "dmi-tof-lm forward, random");
+      {2, 0, true, true, false, false}, "dmi-tof-lm forward, random");
   expect_choice(
       choose(operation_kind::tof_listmode, direction::back, {}, listmode_events),
-      {2, 0, true, false, false, true, false}, "dmi-tof-lm back, random");
+      {2, 0, true, false, true, false}, "dmi-tof-lm back, random");
   expect_choice(
       choose(operation_kind::tof_listmode, direction::forward, sorted, listmode_events),
-      {2, 0, true, true, false, false, false}, "dmi-tof-lm forward, sorted");
+      {2, 0, true, true, false, false}, "dmi-tof-lm forward, sorted");
   expect_choice(
       choose(operation_kind::tof_listmode, direction::back, sorted, listmode_events),
-      {1, 0, true, false, false, true, true}, "dmi-tof-lm back, sorted");
+      {1, 0, true, false, true, true}, "dmi-tof-lm back, sorted");
   // The per-event attenuation (non-TOF forward) of sorted events.
   expect_choice(
       choose(operation_kind::non_tof, direction::forward, sorted, 4 * listmode_events),
-      {2, 0, false, false, false, false, false}, "dmi-lm-osem attenuation, sorted");
+      {2, 0, false, false, false, false}, "dmi-lm-osem attenuation, sorted");
   expect_choice(choose(operation_kind::non_tof, direction::forward, {}, listmode_events),
-                {4, 0, false, false, false, false, false}, "non-TOF forward, random");
+                {4, 0, false, false, false, false}, "non-TOF forward, random");
   // An OSEM subset of the sorted events (1/34) still fills the GPU.
   expect_choice(
       choose(operation_kind::tof_listmode, direction::back, sorted, listmode_events / 34),
-      {1, 0, true, false, false, true, true}, "dmi-lm-osem subset back");
+      {1, 0, true, false, true, true}, "dmi-lm-osem subset back");
 }
 
 TEST(KernelChoice, SmallChunksGetMoreLanes) {
@@ -165,7 +164,6 @@ TEST(KernelChoice, DoubleUsesNoFloatOnlyVariant) {
   const auto c = choose(operation_kind::tof_listmode, direction::forward, {},
                         listmode_events, /*is_float=*/false);
   EXPECT_FALSE(c.fast_erfc);
-  EXPECT_FALSE(c.vector_loads);
   EXPECT_TRUE(c.sample_first);
   EXPECT_FALSE(
       choose(operation_kind::tof_listmode, direction::back, {}, listmode_events, false)

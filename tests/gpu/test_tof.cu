@@ -153,7 +153,6 @@ struct tof_variant {
   bool sample_first = false;        ///< list-mode forward
   bool lockstep = false;            ///< list-mode forward and back
   bool fast_erfc = false;
-  bool vector_loads = false;            ///< list-mode forward
   gpu::stencil_workspace_ref stencil{}; ///< back projections
 };
 
@@ -183,7 +182,6 @@ gpu::kernel_choice make_choice(const tof_variant &v, const tof_mapping &m,
   c.rows = m.rows;
   c.fast_erfc = v.fast_erfc;
   c.sample_first = lm && !back && v.sample_first;
-  c.vector_loads = lm && !back && v.vector_loads;
   c.lockstep = lm && v.lockstep;
   c.vector_atomics = back && (lm ? v.vector_atomics : v.sino_vector_atomics);
   if (back)
@@ -271,17 +269,10 @@ TYPED_TEST(GpuTof, MatchesCpu) {
     }
     stencil_w4.stencil = ws4.ref();
     stencil_w4.name += ", stencil width 4";
-    // Vector loads in the list-mode forward (float only; double ignores it).
-    tof_variant loads = levers, loads_plain = plain, loads_lockstep = lockstep_levers;
-    for (auto *v : {&loads, &loads_plain, &loads_lockstep}) {
-      v->vector_loads = true;
-      v->name += ", vector loads";
-    }
     for (const tof_mapping &m : mappings)
       for (const tof_variant &kv :
            {plain, levers, all_on, lockstep, lockstep_levers, fast_plain, stencil,
-            stencil_lockstep, stencil_plain, stencil_all, stencil_w4, loads, loads_plain,
-            loads_lockstep}) {
+            stencil_lockstep, stencil_plain, stencil_all, stencil_w4}) {
         const auto choice = [&](gpu::operation_kind k, gpu::direction dir) {
           return make_choice<T>(kv, m, k, dir, n, sms);
         };

@@ -30,7 +30,6 @@ struct kernel_choice {
   std::size_t rows = 0;            ///< > 1: lanes take neighbouring sinogram planes
   bool fast_erfc = false;          ///< TOF, float: the library's fast erfc
   bool sample_first = false;       ///< list-mode forward: weight only non-zero samples
-  bool vector_loads = false;       ///< list-mode forward, float: paired neighbour loads
   bool vector_atomics = false;     ///< TOF back, float: paired neighbour atomics
   bool lockstep = false;           ///< list-mode: a warp walks its planes together
   bool transaxial_bins = false;    ///< non-TOF sinogram: a block per (view, radial) bin
@@ -50,7 +49,7 @@ struct kernel_rule {
   lor_layout::order order;
   bool planes_as_rows; ///< lanes take neighbouring planes of a sinogram
   int lanes;           ///< lanes per LOR for a chunk that fills the GPU
-  bool sample_first, vector_loads, vector_atomics, lockstep;
+  bool sample_first, vector_atomics, lockstep;
   bool transaxial_bins; ///< sinogram back: axial profiles per (view, radial) bin
   const char *measured_in;
 };
@@ -59,32 +58,20 @@ using order = lor_layout::order;
 /// The measured choices (one H200; docs/kernel-choices.md). A call whose
 /// layout has no row of its own takes the operation's `unordered` row.
 inline constexpr kernel_rule kernel_table[] = {
-    // operation, direction, layout, rows, lanes, sample first, vector loads,
-    // vector atomics, lock-step, transaxial bins
-    {operation_kind::non_tof, direction::forward, order::unordered, false, 4, false,
-     false, false, false, false, "Non-TOF mapping"},
-    {operation_kind::non_tof, direction::forward, order::sinogram, true, 1, false, false,
-     false, false, true, "Transaxial bins"},
-    {operation_kind::non_tof, direction::forward, order::sorted_events, false, 2, false,
-     false, false, false, false, "Non-TOF mapping"},
-    {operation_kind::non_tof, direction::back, order::unordered, false, 4, false, false,
-     false, false, false, "Non-TOF mapping"},
-    {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false,
-     false, false, true, "Transaxial bins"},
-    {operation_kind::tof_sinogram, direction::forward, order::unordered, false, 8, false,
-     false, false, false, false, "TOF sinogram"},
-    {operation_kind::tof_sinogram, direction::back, order::unordered, false, 4, false,
-     false, true, false, false, "TOF sinogram"},
-    {operation_kind::tof_sinogram, direction::back, order::sinogram, true, 1, false,
-     false, false, false, false, "TOF sinogram"},
-    {operation_kind::tof_listmode, direction::forward, order::unordered, false, 2, true,
-     true, false, false, false, "TOF list-mode"},
-    {operation_kind::tof_listmode, direction::forward, order::sorted_events, false, 2,
-     true, false, false, false, false, "TOF list-mode"},
-    {operation_kind::tof_listmode, direction::back, order::unordered, false, 2, false,
-     false, true, false, false, "TOF list-mode"},
-    {operation_kind::tof_listmode, direction::back, order::sorted_events, false, 1, false,
-     false, true, true, false, "TOF list-mode"},
+    // operation, direction, layout, rows, lanes, sample first, vector atomics,
+    // lock-step, transaxial bins
+    {operation_kind::non_tof, direction::forward, order::unordered, false, 4, false, false, false, false, "Non-TOF mapping"},
+    {operation_kind::non_tof, direction::forward, order::sinogram, true, 1, false, false, false, true, "Transaxial bins"},
+    {operation_kind::non_tof, direction::forward, order::sorted_events, false, 2, false, false, false, false, "Non-TOF mapping"},
+    {operation_kind::non_tof, direction::back, order::unordered, false, 4, false, false, false, false, "Non-TOF mapping"},
+    {operation_kind::non_tof, direction::back, order::sinogram, true, 1, false, false, false, true, "Transaxial bins"},
+    {operation_kind::tof_sinogram, direction::forward, order::unordered, false, 8, false, false, false, false, "TOF sinogram"},
+    {operation_kind::tof_sinogram, direction::back, order::unordered, false, 4, false, true, false, false, "TOF sinogram"},
+    {operation_kind::tof_sinogram, direction::back, order::sinogram, true, 1, false, false, false, false, "TOF sinogram"},
+    {operation_kind::tof_listmode, direction::forward, order::unordered, false, 2, true, false, false, false, "TOF list-mode"},
+    {operation_kind::tof_listmode, direction::forward, order::sorted_events, false, 2, true, false, false, false, "TOF list-mode"},
+    {operation_kind::tof_listmode, direction::back, order::unordered, false, 2, false, true, false, false, "TOF list-mode"},
+    {operation_kind::tof_listmode, direction::back, order::sorted_events, false, 1, false, true, true, false, "TOF list-mode"},
 };
 
 /// Fewest sinogram planes per call that go by transaxial bins.
@@ -148,7 +135,6 @@ inline kernel_choice choose_kernel(operation_kind operation, direction dir,
   const bool tof = operation != operation_kind::non_tof;
   c.fast_erfc = tof && is_float && !t.exact_erfc;
   c.sample_first = r->sample_first;
-  c.vector_loads = r->vector_loads && is_float;
   c.vector_atomics = r->vector_atomics && is_float;
   // A block per transaxial bin pays for whole axial profiles: it needs many
   // planes per bin (dmi: 301 planes break even forward, 30 lose).

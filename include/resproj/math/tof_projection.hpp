@@ -165,8 +165,7 @@ RESPROJ_HD void back_tof_sino_lor(const image_grid<T> &g, T *image, const T a[3]
 
 /// The bilinear sample of plane p from an image source: a plain C-ordered
 /// image here; backends overload `sample_of` for other layouts of the same
-/// image (found by argument-dependent lookup), e.g. the GPU's paired
-/// vector loads (`gpu::detail::paired_image_source`).
+/// image (found by argument-dependent lookup).
 template <class I = std::int64_t, class T>
 RESPROJ_HD T sample_of(const T *image, const joseph_ray<T> &r, std::int64_t p) noexcept {
   return sample<I>(image, r, p);

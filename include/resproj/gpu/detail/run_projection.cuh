@@ -316,29 +316,20 @@ void run_forward(const op::tof_listmode<T> &o, const device_image_view<const T> 
                  const Lors &src, span<T> out, const kernel_choice &c, stream_ref s) {
   const auto tof = o.tof.subview(0, src.count);
   const std::int16_t *bins = o.bins.data();
-  const auto run = [&](auto source) {
-    using Src = decltype(source);
-    dispatch_bool(c.sample_first, [&](auto first) {
-      dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
-        constexpr bool sf = decltype(first)::value, fe = decltype(fast)::value;
-        if (c.lockstep)
-          launch_per_lor<T, tof_lm_forward_lockstep_kernels<Lors, sf, fe, Src>>(
-              image, src.count, 1, c, false, s, "tof_lm_forward_lockstep_kernel", source,
-              src, bins, tof, out.data());
-        else
-          launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe, Src>>(
-              image, src.count, c.threads_per_lor, c, false, s, "tof_lm_forward_kernel",
-              source, src, bins, tof, out.data());
-      });
+  dispatch_bool(c.sample_first, [&](auto first) {
+    dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
+      constexpr bool sf = decltype(first)::value, fe = decltype(fast)::value;
+      using Src = const T *;
+      if (c.lockstep)
+        launch_per_lor<T, tof_lm_forward_lockstep_kernels<Lors, sf, fe, Src>>(
+            image, src.count, 1, c, false, s, "tof_lm_forward_lockstep_kernel",
+            image.data, src, bins, tof, out.data());
+      else
+        launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe, Src>>(
+            image, src.count, c.threads_per_lor, c, false, s, "tof_lm_forward_kernel",
+            image.data, src, bins, tof, out.data());
     });
-  };
-  if constexpr (std::is_same_v<T, float>) {
-    if (c.vector_loads) {
-      run(paired_image_source{image.data, image.geometry.num_voxels()});
-      return;
-    }
-  }
-  run(image.data);
+  });
 }
 
 template <class T, class Lors, class WithAdder>

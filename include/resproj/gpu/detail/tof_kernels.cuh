@@ -36,66 +36,6 @@ template <class T, bool Atomic> struct row_accumulate {
   }
 };
 
-/// Image source of the list-mode forward kernels for float images
-/// (`kernel_choice::vector_loads`): reads the two bilinear neighbours
-/// that are adjacent in memory (axis 2, i.e. principal axis 0 or 1) with
-/// one float2 load when the pair is 8-byte aligned, one float4 load when it
-/// starts 4 bytes into a 16-byte group (and the vector stays inside the
-/// image), two scalar loads otherwise. A `math::sample_of` overload: the
-/// same values and the same sum order as `math::sample`.
-struct paired_image_source {
-  const float *image;
-  std::int64_t extent; ///< elements of the image array
-};
-
-/// `lo = image[o]` if `lo_in`, `hi = image[o + 1]` if `hi_in` (else 0),
-/// as one vector load where possible (see `paired_image_source`).
-template <class I>
-__device__ void load_pair(const float *image, std::int64_t extent, I o, bool lo_in,
-                          bool hi_in, float &lo, float &hi) {
-  lo = 0.f;
-  hi = 0.f;
-  const float *p = image + o;
-  if (lo_in && hi_in) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(p);
-    if ((addr & 7u) == 0) {
-      const float2 v = __ldg(reinterpret_cast<const float2 *>(p));
-      lo = v.x;
-      hi = v.y;
-      return;
-    }
-    if ((addr & 15u) == 4 && std::int64_t(o) >= 1 && std::int64_t(o) + 2 < extent) {
-      const float4 v = __ldg(reinterpret_cast<const float4 *>(p - 1));
-      lo = v.y;
-      hi = v.z;
-      return;
-    }
-  }
-  if (lo_in)
-    lo = __ldg(p);
-  if (hi_in)
-    hi = __ldg(p + 1);
-}
-
-template <class I = std::int64_t>
-__device__ float sample_of(const paired_image_source &src,
-                           const math::joseph_ray<float> &r, std::int64_t p) {
-  if (r.stride_v != 1)
-    return math::sample<I>(src.image, r, p);
-  const math::bilinear_point<I, float> q = math::bilinear_at<I>(r, p);
-  const I base = I(p) * I(r.stride_plane) + q.iu * I(r.stride_u) + q.iv;
-  float v[4]; // (iu, iv), (iu + 1, iv), (iu, iv + 1), (iu + 1, iv + 1)
-  load_pair(src.image, src.extent, base, q.weight[0] != 0.f, q.weight[2] != 0.f, v[0],
-            v[2]);
-  load_pair(src.image, src.extent, base + I(r.stride_u), q.weight[1] != 0.f,
-            q.weight[3] != 0.f, v[1], v[3]);
-  float acc = 0; // math::sample's terms and order
-  for (int i = 0; i < 4; ++i)
-    if (q.weight[i] != 0.f)
-      acc += q.weight[i] * v[i];
-  return acc;
-}
-
 /// The atomic adder of the back kernels: vector pairs or plain.
 template <bool Paired> struct back_adder {
   template <class T> RESPROJ_HD static atomic_add make(const math::image_grid<T> &) {
@@ -182,12 +122,13 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// List-mode forward: `out[i]` = TOF value of event i's LOR at its bin,
 /// visiting only the planes of `tof_plane_range` (math::forward_tof_lm_planes;
-/// `SampleFirst` as there). `Src`: the image pointer, or a
-/// `paired_image_source` (vector loads). (48 registers, 5 blocks of 256
-/// per SM; forcing 6 with at most 40 registers measured 4-8% slower.)
+/// `SampleFirst` as there). `Src`: the image pointer, or another source
+/// with a `math::sample_of` overload. Float: at least 5 blocks of 256 per
+/// multiprocessor (at most 51 registers; see docs/kernel-choices.md,
+/// "TOF list-mode").
 template <class T, class I, int G, class Lors, bool SampleFirst = false,
           bool FastErfc = false, class Src = const T *>
-RESPROJ_KERNEL void __launch_bounds__(256)
+RESPROJ_KERNEL void __launch_bounds__(256, sizeof(T) == 4 ? 5 : 1)
     tof_lm_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                           Src image, Lors lors, const std::int16_t *__restrict__ bins,
                           tof_params<T> tof, T *__restrict__ out) {
