@@ -208,8 +208,10 @@ TYPED_TEST(TofMath, PlaneRangeIsTight) {
       if (lo <= hi) {
         ASSERT_GE(lo, ray.first_plane);
         ASSERT_LE(hi, ray.last_plane);
-        ASSERT_TRUE(math::tof_window_holds(ray, tl, lo, j)) << "LOR " << i << " bin " << j;
-        ASSERT_TRUE(math::tof_window_holds(ray, tl, hi, j)) << "LOR " << i << " bin " << j;
+        ASSERT_TRUE(math::tof_window_holds(ray, tl, lo, j))
+            << "LOR " << i << " bin " << j;
+        ASSERT_TRUE(math::tof_window_holds(ray, tl, hi, j))
+            << "LOR " << i << " bin " << j;
         visited += hi - lo + 1;
       }
       total += ray.num_planes();

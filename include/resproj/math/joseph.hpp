@@ -119,8 +119,8 @@ RESPROJ_HD joseph_ray<T> make_joseph_ray(const image_grid<T> &g, const T a[3],
   // Entry and exit along the principal axis in plane units. At t == 1 the
   // point is b itself: a + 1 * (b - a) can miss b by an ulp and drop (or
   // add) the plane of an end point lying exactly on a plane centre.
-  T f_in = ((t_in == T(1) ? b_ax : a_ax + mul_no_contract(t_in, d_ax)) - origin_ax) /
-           voxel_ax;
+  T f_in =
+      ((t_in == T(1) ? b_ax : a_ax + mul_no_contract(t_in, d_ax)) - origin_ax) / voxel_ax;
   T f_out = ((t_out == T(1) ? b_ax : a_ax + mul_no_contract(t_out, d_ax)) - origin_ax) /
             voxel_ax;
   if (f_in > f_out) {
