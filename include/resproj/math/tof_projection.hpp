@@ -163,26 +163,17 @@ RESPROJ_HD void back_tof_sino_lor(const image_grid<T> &g, T *image, const T a[3]
   back_tof_sino_planes<I>(image, r, tl, values_row, values_stride, r.first_plane, 1, add);
 }
 
-/// The bilinear sample of plane p from an image source: a plain C-ordered
-/// image here; backends overload `sample_of` for other layouts of the same
-/// image (found by argument-dependent lookup).
-template <class I = std::int64_t, class T>
-RESPROJ_HD T sample_of(const T *image, const joseph_ray<T> &r, std::int64_t p) noexcept {
-  return sample<I>(image, r, p);
-}
-
 /// One plane of the list-mode forward: `acc += sample_p * weight_bin(p)`
 /// where the weight is non-zero (bin inside [0, N-1]). `SampleFirst`: read
 /// the image sample first and evaluate the TOF weight only where the sample
 /// is non-zero; the same terms are added, so the result is identical and
-/// only the work differs (cheaper where the image has zeros). `image`: a
-/// pointer to the image or another source with a `sample_of` overload.
-template <class I = std::int64_t, bool SampleFirst = false, class Image, class T>
-RESPROJ_HD void accumulate_tof_lm_plane(T &acc, const Image &image,
-                                        const joseph_ray<T> &r, const tof_lor<T> &tl,
-                                        std::int64_t bin, std::int64_t p) noexcept {
+/// only the work differs (cheaper where the image has zeros).
+template <class I = std::int64_t, bool SampleFirst = false, class T>
+RESPROJ_HD void accumulate_tof_lm_plane(T &acc, const T *image, const joseph_ray<T> &r,
+                                        const tof_lor<T> &tl, std::int64_t bin,
+                                        std::int64_t p) noexcept {
   if constexpr (SampleFirst) {
-    const T v = sample_of<I>(image, r, p);
+    const T v = sample<I>(image, r, p);
     if (v != T(0)) {
       const T w = tof_weight(tl, tof_position(r, p), bin);
       if (w != T(0))
@@ -191,7 +182,7 @@ RESPROJ_HD void accumulate_tof_lm_plane(T &acc, const Image &image,
   } else {
     const T w = tof_weight(tl, tof_position(r, p), bin);
     if (w != T(0))
-      acc += sample_of<I>(image, r, p) * w;
+      acc += sample<I>(image, r, p) * w;
   }
 }
 
@@ -199,9 +190,9 @@ RESPROJ_HD void accumulate_tof_lm_plane(T &acc, const Image &image,
 /// `tof_plane_range` of `bin`: `r.step * sum_p sample_p * weight_bin(p)`
 /// over the visited planes (0 for a bin outside [0, N-1]). With all planes
 /// visited, equals the sinogram value at `bin` to float rounding.
-/// `SampleFirst` and `image` as in `accumulate_tof_lm_plane`.
-template <class I = std::int64_t, bool SampleFirst = false, class Image, class T>
-RESPROJ_HD T forward_tof_lm_planes(const Image &image, const joseph_ray<T> &r,
+/// `SampleFirst` as in `accumulate_tof_lm_plane`.
+template <class I = std::int64_t, bool SampleFirst = false, class T>
+RESPROJ_HD T forward_tof_lm_planes(const T *image, const joseph_ray<T> &r,
                                    const tof_lor<T> &tl, std::int64_t bin,
                                    std::int64_t first, std::int64_t stride) noexcept {
   if (bin < 0 || bin >= tl.num_bins || r.empty())

@@ -136,10 +136,9 @@ template <class Lors, class Add, bool FastErfc> struct tof_sino_back_kernels {
     return tof_sino_back_kernel<T, I, G, Lors, Add, FastErfc>;
   }
 };
-template <class Lors, bool SampleFirst, bool FastErfc, class Src>
-struct tof_lm_forward_kernels {
+template <class Lors, bool SampleFirst, bool FastErfc> struct tof_lm_forward_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc, Src>;
+    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc>;
   }
 };
 template <class Lors, class Add, bool FastErfc> struct tof_lm_back_kernels {
@@ -147,10 +146,10 @@ template <class Lors, class Add, bool FastErfc> struct tof_lm_back_kernels {
     return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc>;
   }
 };
-template <class Lors, bool SampleFirst, bool FastErfc, class Src>
+template <class Lors, bool SampleFirst, bool FastErfc>
 struct tof_lm_forward_lockstep_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_forward_lockstep_kernel<T, I, Lors, SampleFirst, FastErfc, Src>;
+    return tof_lm_forward_lockstep_kernel<T, I, Lors, SampleFirst, FastErfc>;
   }
 };
 template <class Lors, class Add, bool FastErfc> struct tof_lm_back_lockstep_kernels {
@@ -319,13 +318,12 @@ void run_forward(const op::tof_listmode<T> &o, const device_image_view<const T> 
   dispatch_bool(c.sample_first, [&](auto first) {
     dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
       constexpr bool sf = decltype(first)::value, fe = decltype(fast)::value;
-      using Src = const T *;
       if (c.lockstep)
-        launch_per_lor<T, tof_lm_forward_lockstep_kernels<Lors, sf, fe, Src>>(
+        launch_per_lor<T, tof_lm_forward_lockstep_kernels<Lors, sf, fe>>(
             image, src.count, 1, c, false, s, "tof_lm_forward_lockstep_kernel",
             image.data, src, bins, tof, out.data());
       else
-        launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe, Src>>(
+        launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe>>(
             image, src.count, c.threads_per_lor, c, false, s, "tof_lm_forward_kernel",
             image.data, src, bins, tof, out.data());
     });

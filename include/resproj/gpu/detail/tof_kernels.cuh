@@ -122,16 +122,16 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// List-mode forward: `out[i]` = TOF value of event i's LOR at its bin,
 /// visiting only the planes of `tof_plane_range` (math::forward_tof_lm_planes;
-/// `SampleFirst` as there). `Src`: the image pointer, or another source
-/// with a `math::sample_of` overload. Float: at least 5 blocks of 256 per
+/// `SampleFirst` as there). Float: at least 5 blocks of 256 per
 /// multiprocessor (at most 51 registers; see docs/kernel-choices.md,
 /// "TOF list-mode").
 template <class T, class I, int G, class Lors, bool SampleFirst = false,
-          bool FastErfc = false, class Src = const T *>
+          bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256, sizeof(T) == 4 ? 5 : 1)
     tof_lm_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
-                          Src image, Lors lors, const std::int16_t *__restrict__ bins,
-                          tof_params<T> tof, T *__restrict__ out) {
+                          const T *image, Lors lors,
+                          const std::int16_t *__restrict__ bins, tof_params<T> tof,
+                          T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -219,11 +219,10 @@ __device__ void warp_plane_span(const lockstep_event<T> &e, int &first, int &las
 /// value as the one-thread-per-event `tof_lm_forward_kernel`). With events
 /// sorted by direction and TOF position, a warp's loads of one plane then
 /// fall into a few cache lines. Needs blocks of whole warps.
-template <class T, class I, class Lors, bool SampleFirst, bool FastErfc = false,
-          class Src = const T *>
+template <class T, class I, class Lors, bool SampleFirst, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_forward_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
-                                   lor_order order, Src image, Lors lors,
+                                   lor_order order, const T *image, Lors lors,
                                    const std::int16_t *__restrict__ bins,
                                    tof_params<T> tof, T *__restrict__ out) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
