@@ -231,6 +231,14 @@ TEST(GpuOsem, TofListmodeMatchesCpu) {
                                      a.span(), s);
       },
       "m");
+  std::vector<float> host_m(m.size());
+  expect_invalid(
+      [&] {
+        recon::gpu_event_corrections(
+            ds.detectors.cspan(), ev.all_pairs(), dc, tof.num_bins,
+            resproj::span<float>(host_m.data(), host_m.size()), a.span(), s);
+      },
+      "m");
   expect_invalid(
       [&] {
         recon::gpu_listmode_backend(ev, ds.detectors.cspan(),

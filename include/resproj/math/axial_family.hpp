@@ -16,6 +16,8 @@
 #include "resproj/core/config.hpp"
 #include "resproj/math/fp.hpp"
 #include "resproj/math/joseph.hpp"
+#include "resproj/math/plane_pairs.hpp"
+#include "resproj/math/support_box.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace math {
@@ -38,6 +40,10 @@ template <class T> struct family_grid {
   const unsigned char *support = nullptr;
   const std::int32_t *run_first = nullptr;
   const std::int32_t *run_last = nullptr;
+  /// An index box on `gp` holding every column of nonzero `support`,
+  /// unbounded along `ax` (the default: unbounded): the attenuation walk
+  /// skips the planes whose taps all lie in other columns.
+  index_box support_columns;
 
   /// True if `offset` and the axis' block `stride[ax] * shape[ax]` fit in
   /// 32 bits: the divisions below can then be 32-bit ones.
@@ -93,8 +99,14 @@ RESPROJ_HD attenuation_sample<T> attenuation_walk(const family_grid<T> &f,
                                                   const Lanes &lanes = Lanes{}) noexcept {
   T acc = 0;
   std::int64_t lo = INT64_MAX, hi = -1;
-  for (std::int64_t p = r.first_plane + lanes.lane(); p <= r.last_plane;
-       p += lanes.size()) {
+  // Taps outside the support columns read 0 and record no slice: only the
+  // planes that meet those columns, each lane keeping its own planes.
+  std::int64_t first, last;
+  planes_meeting_box(r, f.support_columns, first, last);
+  std::int64_t start = r.first_plane + lanes.lane();
+  if (start < first)
+    start += (first - start + lanes.size() - 1) / lanes.size() * lanes.size();
+  for (std::int64_t p = start; p <= last; p += lanes.size()) {
     const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);
     for (int i = 0; i < 4; ++i) {
       if (s.weight[i] == T(0))
@@ -134,8 +146,10 @@ struct adds_pairs<Add, std::enable_if_t<std::decay_t<Add>::adds_pairs>> : std::t
 /// Adds `amount` times the footprint of `r` (a ray of `f.gp`), shifted by
 /// `shift` voxels along `f.ax`, to the difference image `diff` (on `f.gp`)
 /// through `add(Acc* voxel, Acc value)` (or the adder's `pair` for taps
-/// adjacent along the contiguous axis, see `detail::adds_pairs`), walked by
-/// `lanes`.
+/// adjacent along the contiguous axis, see `detail::adds_pairs`, or its
+/// `scatter_plane_pair` for a ray along the contiguous axis, see
+/// `detail::scatters_plane_pairs`: lane i then takes the plane pairs i,
+/// i + size, ...), walked by `lanes`.
 RESPROJ_EXEC_CHECK_DISABLE
 template <class T, class Acc, class Add, class Lanes = serial_lanes>
 RESPROJ_HD void scatter_shifted(const family_grid<T> &f, const joseph_ray<T> &r,
@@ -143,6 +157,16 @@ RESPROJ_HD void scatter_shifted(const family_grid<T> &f, const joseph_ray<T> &r,
                                 const Lanes &lanes = Lanes{}) noexcept {
   const std::int64_t delta = shift * f.gp.stride[f.ax];
   const Acc v = amount * Acc(r.step);
+  if constexpr (detail::scatters_plane_pairs<Add>::value) {
+    if (planes_contiguous(r)) { // the axis is the contiguous one: pair planes
+      for (std::int64_t p = pair_start(r.first_plane, delta) + 2 * lanes.lane();
+           p <= r.last_plane; p += 2 * lanes.size())
+        add.template scatter_plane_pair<std::int64_t>(
+            diff, r, p, p >= r.first_plane ? v : Acc(0),
+            p + 1 <= r.last_plane ? v : Acc(0), delta);
+      return;
+    }
+  }
   for (std::int64_t p = r.first_plane + lanes.lane(); p <= r.last_plane;
        p += lanes.size()) {
     const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);

@@ -22,6 +22,7 @@
 #include "resproj/core/tof.hpp"
 #include "resproj/math/image_grid.hpp"
 #include "resproj/math/joseph.hpp"
+#include "resproj/math/plane_pairs.hpp"
 #include "resproj/math/tof.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -226,8 +227,28 @@ RESPROJ_HD void scatter_tof_lm_plane(T *image, const joseph_ray<T> &r,
     detail::tof_scatter<I>(image, r, p, v * w, add);
 }
 
+/// Planes p (if `in0`) and p + 1 (if `in1`) of the list-mode back
+/// projection through an adder of plane pairs
+/// (`detail::scatters_plane_pairs`), for a ray with `planes_contiguous`:
+/// the amounts of two `scatter_tof_lm_plane` calls.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class I = std::int64_t, class T, class Add>
+RESPROJ_HD void scatter_tof_lm_plane_pair(T *image, const joseph_ray<T> &r,
+                                          const tof_lor<T> &tl, std::int64_t bin, T v,
+                                          std::int64_t p, bool in0, bool in1,
+                                          Add &&add) noexcept {
+  const T w0 = in0 ? tof_weight(tl, tof_position(r, p), bin) : T(0);
+  const T w1 = in1 ? tof_weight(tl, tof_position(r, p + 1), bin) : T(0);
+  if (w0 != T(0) || w1 != T(0))
+    add.template scatter_plane_pair<I>(image, r, p, v * w0, v * w1);
+}
+
 /// TOF list-mode back projection of `value` at bin `bin`, planes as in
-/// `forward_tof_lm_planes`, through `add(T* voxel, T amount)`.
+/// `forward_tof_lm_planes`, through `add(T* voxel, T amount)`. With an
+/// adder of plane pairs (`detail::scatters_plane_pairs`) and a ray along
+/// the contiguous axis, lane `first - r.first_plane` of `stride` lanes
+/// takes the plane pairs (p, p + 1), p even, number lane, lane + stride,
+/// ... instead: together the lanes visit the same planes.
 RESPROJ_EXEC_CHECK_DISABLE
 template <class I = std::int64_t, class T, class Add>
 RESPROJ_HD void back_tof_lm_planes(T *image, const joseph_ray<T> &r, const tof_lor<T> &tl,
@@ -238,6 +259,15 @@ RESPROJ_HD void back_tof_lm_planes(T *image, const joseph_ray<T> &r, const tof_l
   std::int64_t lo, hi;
   tof_plane_range(r, tl, bin, lo, hi);
   const T v = value * r.step;
+  if constexpr (detail::scatters_plane_pairs<Add>::value) {
+    if (planes_contiguous(r)) {
+      // Lane (first - first_plane) of `stride` takes every stride-th pair.
+      const std::int64_t lane = first - r.first_plane;
+      for (std::int64_t p = pair_start(lo, 0) + 2 * lane; p <= hi; p += 2 * stride)
+        scatter_tof_lm_plane_pair<I>(image, r, tl, bin, v, p, p >= lo, p + 1 <= hi, add);
+      return;
+    }
+  }
   for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi; p += stride)
     scatter_tof_lm_plane<I>(image, r, tl, bin, v, p, add);
 }

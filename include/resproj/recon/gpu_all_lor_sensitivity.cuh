@@ -78,7 +78,8 @@ inline std::size_t all_lor_warp_blocks(std::uint64_t count) {
 
 /// The family kernel's adder into the float difference image: `scale`
 /// times each amount, the two taps of a sample that are neighbours along
-/// the contiguous axis with one vector atomic (gpu::detail::paired_atomic_add).
+/// the contiguous axis with one vector atomic, and for rays along that axis
+/// the taps of two consecutive planes in one column (gpu::detail::paired_atomic_add).
 struct family_atomic_add {
   static constexpr bool adds_pairs = true;
   float scale;
@@ -89,6 +90,13 @@ struct family_atomic_add {
   __device__ void pair(float *diff, std::int64_t o_lo, float w_lo, std::int64_t o_hi,
                        float w_hi, float v) const {
     paired.add_pair<std::int64_t>(diff, o_lo, w_lo, o_hi, w_hi, scale * v);
+  }
+  static constexpr bool scatters_plane_pairs = true;
+  template <class I>
+  __device__ void scatter_plane_pair(float *diff, const math::joseph_ray<float> &r,
+                                     std::int64_t p, float v0, float v1,
+                                     std::int64_t delta) const {
+    paired.scatter_plane_pair<I>(diff, r, p, v0, v1, delta, scale);
   }
 };
 

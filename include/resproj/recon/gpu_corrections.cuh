@@ -31,6 +31,7 @@
 #include "resproj/gpu/stream.cuh"
 #include "resproj/math/image_grid.hpp"
 #include "resproj/math/joseph.hpp"
+#include "resproj/math/support_box.hpp"
 #include "resproj/recon/corrections.hpp"
 #include "resproj/recon/gpu_em.cuh"
 #include "resproj/scanner/sinogram_lookup.hpp"
@@ -45,8 +46,12 @@ struct device_corrections {
   gpu::device_buffer<float> efficiency;
   float scale = 1;
   float background = 0;
+  /// Index box of the nonzero voxels of `mu` (math::nonzero_box): the
+  /// per-event attenuation walks only the planes that can meet it.
+  math::index_box mu_support;
 
-  /// Uploads `c` (queued on `s`, no synchronisation).
+  /// Uploads `c` (queued on `s`, no synchronisation) and finds the support
+  /// box of its mu-map (one pass on the host).
   /// @throws invalid_argument ("c.mu", "c.efficiency") for sizes that do not
   ///         match the image or the scanner of `sub`.
   device_corrections(const corrections &c, const sinogram_subsets &sub, gpu::stream_ref s)
@@ -54,6 +59,9 @@ struct device_corrections {
     detail::check_corrections(c, sub);
     mu.upload(span<const float>(c.mu.data(), c.mu.size()), s);
     efficiency = detail::upload(c.efficiency, s);
+    const auto &n = sub.image.shape();
+    const std::int64_t shape[3] = {n[0], n[1], n[2]};
+    mu_support = math::nonzero_box(c.mu.data(), shape);
   }
   /// Additive term per event (see `corrections::background_per_event`).
   float background_per_event(int num_tof_bins) const {
@@ -183,32 +191,68 @@ inline void gpu_sensitivity(const sinogram_subsets &sub,
   gpu_sensitivity(sub, dsub, c, work, out.view(), s, subset);
 }
 
+namespace detail {
+/// m[i] = the attenuation line integral of event i's LOR: the mu-map's
+/// forward projection over the planes that meet its support box
+/// (math::forward_lor_in_box; the bits of the full walk).
+template <class I> struct event_attenuation {
+  const std::int32_t *pairs;
+  const float *detectors;
+  math::image_grid<float> grid;
+  const float *mu;
+  math::index_box support;
+  float *m;
+  __device__ void operator()(std::size_t i) const {
+    const std::size_t da = std::size_t(pairs[2 * i]), db = std::size_t(pairs[2 * i + 1]);
+    const float a[3] = {detectors[3 * da], detectors[3 * da + 1], detectors[3 * da + 2]};
+    const float b[3] = {detectors[3 * db], detectors[3 * db + 1], detectors[3 * db + 2]};
+    m[i] = math::forward_lor_in_box<I>(grid, mu, support, a, b);
+  }
+};
+} // namespace detail
+
 /// Per-event corrections on the GPU: `m[i]` = scale x efficiencies x
-/// attenuation along event i's LOR (forward projection of the mu-map),
-/// `a[i]` = `c.background_per_event(num_tof_bins)`. Queued on `s`; no
+/// attenuation along event i's LOR (Joseph forward projection of the
+/// mu-map, one thread per event, walking only the planes that meet the
+/// mu-map's support box: the same value as the whole walk), `a[i]` =
+/// `c.background_per_event(num_tof_bins)`. Queued on `s`; no
 /// synchronisation, no allocation.
 /// @param detectors detector table (device, xyz per detector)
-/// @param pairs detector pairs of the events (device, 2 per event)
+/// @param pairs detector pairs of the events (device, 2 per event, indices
+///        into `detectors`)
 /// @param m, a outputs, one per event (device)
-/// @param layout the events' order, a hint for the projector's kernel
-///        choice (`lor_layout::sorted_events()` after `gpu::listmode_order`)
-/// @throws invalid_argument ("pairs", "m", "a") for sizes that do not match.
+/// @throws invalid_argument ("pairs", "m", "a") for sizes that do not
+///         match, ("detectors", "pairs", "m", "a") for host memory or
+///         memory of another device than the mu-map's.
 inline void gpu_event_corrections(span<const float> detectors,
                                   span<const std::int32_t> pairs,
                                   const device_corrections &c, int num_tof_bins,
-                                  span<float> m, span<float> a, gpu::stream_ref s,
-                                  const lor_layout &layout = {}) {
+                                  span<float> m, span<float> a, gpu::stream_ref s) {
   const std::size_t n = detail::checked_event_count(pairs, m, a);
-  const auto lors =
-      detector_pairs<float>(detectors.data(), detectors.size() / 3, pairs.data(), n)
-          .with_layout(layout);
-  gpu::forward(op::non_tof{}, c.mu.cview(), lors, m, s);
+  if (n == 0)
+    return;
+  const auto mu = c.mu.cview();
+  gpu::require_device_pointer(detectors.data(), mu.device, "detectors");
+  gpu::require_device_pointer(pairs.data(), mu.device, "pairs");
+  gpu::require_device_pointer(m.data(), mu.device, "m");
+  gpu::require_device_pointer(a.data(), mu.device, "a");
+  const auto grid = math::image_grid<float>::from(mu.geometry);
+  const auto first = thrust::counting_iterator<std::size_t>(0);
+  if (math::fits_32bit_index(grid))
+    thrust::for_each_n(
+        detail::on(s), first, n,
+        detail::event_attenuation<std::int32_t>{pairs.data(), detectors.data(), grid,
+                                                mu.data, c.mu_support, m.data()});
+  else
+    thrust::for_each_n(
+        detail::on(s), first, n,
+        detail::event_attenuation<std::int64_t>{pairs.data(), detectors.data(), grid,
+                                                mu.data, c.mu_support, m.data()});
   detail::transform_indexed(m.data(), n,
                             detail::correction_op<detail::event_pair>{
                                 {pairs.data()}, c.efficiency.data(), c.scale},
                             s);
-  if (n > 0)
-    thrust::fill_n(detail::on(s), a.data(), n, c.background_per_event(num_tof_bins));
+  thrust::fill_n(detail::on(s), a.data(), n, c.background_per_event(num_tof_bins));
 }
 
 namespace detail {
@@ -221,6 +265,7 @@ struct event_correction_from_bins {
   const float *line_integrals;
   math::image_grid<float> grid;
   const float *mu;
+  math::index_box support;
   const float *eff;
   float scale;
   float *m;
@@ -237,7 +282,7 @@ struct event_correction_from_bins {
         a[k] = detectors[3 * std::size_t(da) + std::size_t(k)];
         b[k] = detectors[3 * std::size_t(db) + std::size_t(k)];
       }
-      integral = math::forward_lor(grid, mu, a, b);
+      integral = math::forward_lor_in_box(grid, mu, support, a, b);
     }
     m[i] = lor_correction(scale, eff, da, db, integral);
   }
@@ -268,7 +313,7 @@ inline void gpu_event_corrections_from_sinogram(
                      detail::event_correction_from_bins{
                          pairs.data(), detectors.data(), lookup, line_integrals.data(),
                          math::image_grid<float>::from(mu.geometry), mu.data,
-                         c.efficiency.data(), c.scale, m.data()});
+                         c.mu_support, c.efficiency.data(), c.scale, m.data()});
   thrust::fill_n(detail::on(s), a.data(), n, c.background_per_event(num_tof_bins));
 }
 

@@ -239,8 +239,7 @@ private:
       a = gpu::device_buffer<float>(count(), s);
       if (lors == sensitivity_lors::all) {
         gpu_event_corrections(detectors(), events.all_pairs(), corr, tof.num_bins,
-                              m.span(), a.span(), s,
-                              reorder ? lor_layout::sorted_events() : lor_layout{});
+                              m.span(), a.span(), s);
         mark(phases, w, "corr", "per-event corrections (attenuation, eff.)",
              double(count()), "events");
       } else {

@@ -241,7 +241,8 @@ RESPROJ_KERNEL void __launch_bounds__(256)
 
 /// List-mode back, warp lock-step: transpose of
 /// `tof_lm_forward_lockstep_kernel` (a warp's atomics of one plane fall
-/// into few cache lines for sorted events).
+/// into few cache lines for sorted events). With an adder of plane pairs
+/// the warp steps two planes at a time.
 template <class T, class I, class Lors, class Add, bool FastErfc = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_back_lockstep_kernel(math::image_grid<T> grid, std::size_t count,
@@ -256,6 +257,23 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   int first, last;
   warp_plane_span(e, first, last);
   const T v = value * e.ray.step;
+  if constexpr (math::detail::scatters_plane_pairs<Add>::value) {
+    // Two planes per step; a ray along the contiguous axis adds both
+    // planes' taps of a column with one vector atomic.
+    for (int p = first & ~1; p <= last; p += 2) {
+      const bool in0 = p >= e.lo && p <= e.hi, in1 = p + 1 >= e.lo && p + 1 <= e.hi;
+      if (math::planes_contiguous(e.ray)) {
+        math::scatter_tof_lm_plane_pair<I>(image, e.ray, e.tl, e.bin, v, p, in0, in1,
+                                           add);
+        continue;
+      }
+      if (in0)
+        math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p, add);
+      if (in1)
+        math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p + 1, add);
+    }
+    return;
+  }
   for (int p = first; p <= last; ++p)
     if (p >= e.lo && p <= e.hi)
       math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p, add);

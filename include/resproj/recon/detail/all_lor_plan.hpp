@@ -85,6 +85,9 @@ struct padded_attenuation {
   std::vector<float> mu; ///< on gp, zero in the padding (empty: no mu)
   std::vector<unsigned char> support;
   std::vector<std::int32_t> run_first, run_last;
+  /// Box on gp of the nonzero mu voxels, unbounded along the axis: it
+  /// holds every support column.
+  math::index_box support_columns;
 };
 
 /// Calls `f(original offset, padded offset)` for every voxel of `g`, whose
@@ -107,7 +110,7 @@ void for_each_voxel_padded(const image_geometry &g, int ax, int pad, F &&f) {
 
 inline padded_attenuation pad_attenuation(const image_geometry &g, int ax, int pad,
                                           span<const float> mu) {
-  padded_attenuation p{g, {}, {}, {}, {}};
+  padded_attenuation p{g, {}, {}, {}, {}, {}};
   std::array<std::int64_t, 3> shape = g.shape();
   std::array<double, 3> origin = g.origin();
   shape[std::size_t(ax)] += 2 * pad;
@@ -140,6 +143,13 @@ inline padded_attenuation pad_attenuation(const image_geometry &g, int ax, int p
     }
     p.support[std::size_t(c)] = nonzero ? 1 : 0;
   }
+  const std::int64_t padded_shape[3] = {shape[0], shape[1], shape[2]};
+  const math::index_box nonzero = math::nonzero_box(p.mu.data(), padded_shape);
+  for (int k = 0; k < 3; ++k)
+    if (k != ax) {
+      p.support_columns.lo[k] = nonzero.lo[k];
+      p.support_columns.hi[k] = nonzero.hi[k];
+    }
   p.run_first.assign(std::size_t(slices), 0);
   p.run_last.assign(std::size_t(slices), std::int32_t(slices - 1));
   for (std::int64_t j = 1; j < slices; ++j) {
@@ -223,6 +233,7 @@ struct all_lor_plan {
       f.support = support != nullptr ? support : p.support.data();
       f.run_first = run_first != nullptr ? run_first : p.run_first.data();
       f.run_last = run_last != nullptr ? run_last : p.run_last.data();
+      f.support_columns = p.support_columns;
     }
     return f;
   }
