@@ -56,8 +56,12 @@ RESPROJ_HD void scatter_plane_pair(const joseph_ray<T> &r, std::int64_t p, T v0,
       const I a1 = a + du, b1 = b + dv;
       if (has1 && a1 >= 0 && a1 <= 1 && b1 >= 0 && b1 <= 1) {
         const int j = int(a1 + 2 * b1);
-        if (q1.weight[j] != T(0)) {
-          pair(o, v0 * q0.weight[i], v1 * q1.weight[j]);
+        // Selected, not indexed: a run-time index would put q1 in local memory.
+        const T w1 =
+            j == 0 ? q1.weight[0]
+                   : (j == 1 ? q1.weight[1] : (j == 2 ? q1.weight[2] : q1.weight[3]));
+        if (w1 != T(0)) {
+          pair(o, v0 * q0.weight[i], v1 * w1);
           taken |= 1u << j;
           continue;
         }
