@@ -9,6 +9,11 @@
 //                                            library's one-time TOF-key reorder
 //                                            (declared sorted_events)
 //   gpu/tb-lm/reorder                        that reorder (key, sort, gather)
+//   gpu/tb-lm-tofsorted/{forward,back}/slab_bits:N
+//                                            the same after a reorder whose key
+//                                            has N axial slab bits (sweep of
+//                                            listmode_tof_key::slab_bits; the
+//                                            plain rows use for_image's choice)
 //
 // The image is tb's 240 x 240 x 682 grid (39.3 M voxels, 157 MB: three times
 // an H200's L2) with the box phantom; events are end points resident on the
@@ -63,6 +68,7 @@ struct tb_problem {
   gpu::device_buffer<float> sorted_starts, sorted_ends;
   gpu::device_buffer<std::int16_t> sorted_bins;
   bool sorted_ready = false;
+  int sorted_slab_bits = -1; ///< of the sorted copies' key; -1: the library's choice
 
   tb_problem() : image(geometry, s), back_image(geometry, s) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -92,9 +98,11 @@ struct tb_problem {
 
   rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
 
-  /// The library's one-time reorder of the events (TOF key): permutation,
-  /// then the gathered copies, which the returned view declares sorted.
-  void reorder() {
+  /// The library's one-time reorder of the events (TOF key; the layout
+  /// for the image, or that layout with `slab_bits` axial slab bits):
+  /// permutation, then the gathered copies, which the returned view
+  /// declares sorted.
+  void reorder(int slab_bits = -1) {
     if (!sorted_starts.size()) {
       sorted_starts = gpu::device_buffer<float>(3 * count, s);
       sorted_ends = gpu::device_buffer<float>(3 * count, s);
@@ -103,17 +111,25 @@ struct tb_problem {
     const std::size_t bytes = gpu::listmode_order_workspace_bytes(count);
     gpu::device_buffer<unsigned char> workspace(bytes, s);
     gpu::device_buffer<std::uint32_t> perm(count, s);
-    gpu::listmode_order<float>(geometry, lors(), bins.cspan(), tof, perm.span(),
-                               workspace.data(), bytes, s);
+    if (slab_bits < 0) {
+      gpu::listmode_order<float>(geometry, lors(), bins.cspan(), tof, perm.span(),
+                                 workspace.data(), bytes, s);
+    } else {
+      gpu::listmode_tof_key key = gpu::listmode_tof_key::for_image(geometry);
+      key.slab_bits = slab_bits;
+      gpu::listmode_order<float>(geometry, lors(), bins.cspan(), tof, perm.span(),
+                                 workspace.data(), bytes, s, key);
+    }
     gpu::gather_lors<float>(lors(), perm.cspan(), sorted_starts.span(),
                             sorted_ends.span(), s);
     gpu::gather<std::int16_t>(bins.cspan(), perm.cspan(), sorted_bins.span(), s);
     s.synchronize();
     sorted_ready = true;
+    sorted_slab_bits = slab_bits;
   }
-  rp::lor_view<const float> sorted_lors() {
-    if (!sorted_ready)
-      reorder();
+  rp::lor_view<const float> sorted_lors(int slab_bits = -1) {
+    if (!sorted_ready || sorted_slab_bits != slab_bits)
+      reorder(slab_bits);
     return rp::lor_view<const float>(sorted_starts.data(), sorted_ends.data(), count,
                                      rp::lor_layout::sorted_events());
   }
@@ -139,10 +155,12 @@ void set_counters(benchmark::State &state, std::size_t items) {
   state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(items));
 }
 
-void bm_plain(benchmark::State &state, bool sorted, bool back) {
+/// `slab_bits` (sorted rows only): -1 for the library's key layout, else
+/// that layout with so many axial slab bits.
+void bm_plain(benchmark::State &state, bool sorted, bool back, int slab_bits) {
   rb::guarded(state, [&] {
     tb_problem &p = tb();
-    const rp::lor_view<const float> lors = sorted ? p.sorted_lors() : p.lors();
+    const rp::lor_view<const float> lors = sorted ? p.sorted_lors(slab_bits) : p.lors();
     const rp::span<const std::int16_t> bins =
         sorted ? p.sorted_bins.cspan() : p.bins.cspan();
     const rp::op::tof_listmode op(p.tof, bins);
@@ -175,9 +193,16 @@ void register_all() {
     for (const bool back : {false, true}) {
       const std::string name = std::string(sorted ? "gpu/tb-lm-tofsorted" : "gpu/tb-lm") +
                                (back ? "/back" : "/forward") + "/plain";
-      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, sorted, back));
+      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, sorted, back, -1));
     }
   rb::configure(RegisterBenchmark("gpu/tb-lm/reorder", bm_reorder));
+  for (int slab_bits = 0; slab_bits <= 6; ++slab_bits)
+    for (const bool back : {false, true}) {
+      const std::string name = std::string("gpu/tb-lm-tofsorted") +
+                               (back ? "/back" : "/forward") +
+                               "/slab_bits:" + std::to_string(slab_bits);
+      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, slab_bits));
+    }
 }
 
 } // namespace

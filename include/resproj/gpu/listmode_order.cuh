@@ -182,11 +182,14 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
 ///              bins outside [0, N-1] are placed at the nearest bin
 /// @param tof   TOF parameters of the events (per-event offsets, if any,
 ///              device arrays indexed like the events)
-/// @param key   key layout (the default unless tuning)
+/// @param key   key layout (`listmode_tof_key::for_image` of the image
+///              the events are projected into, unless tuning; the
+///              overloads that take an image geometry pick it)
 /// @throws invalid_argument as above, and "bins" / "tof.*" for a null,
 ///         host or too-small bin array or invalid TOF parameters, "key"
-///         for a layout of more than 32 bits, negative bit counts, z_bits >
-///         xy_bits or a tilt cell that is not finite and > 0.
+///         for a layout of more than 32 bits, negative bit counts,
+///         slab_bits > z_bits, z_bits > xy_bits or a tilt cell that is not finite
+///         and > 0.
 /// Asynchronous; no allocation; graph-capturable.
 template <class T>
 void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
@@ -220,13 +223,26 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
       });
 }
 
-/// TOF-aware order with the box of an image geometry.
+/// TOF-aware order with the box of an image geometry and the key layout
+/// for that image (`listmode_tof_key::for_image`: axial slabs for an image
+/// larger than the L2 cache can hold).
+template <class T>
+void listmode_order(const image_geometry &geometry, lor_view<const T> lors,
+                    span<const std::int16_t> bins, const tof_params<T> &tof,
+                    span<std::uint32_t> permutation, void *workspace,
+                    std::size_t workspace_bytes, stream_ref s) {
+  listmode_order<T>(listmode_order_box::from(geometry), lors, bins, tof, permutation,
+                    workspace, workspace_bytes, s, listmode_tof_key::for_image(geometry));
+}
+
+/// TOF-aware order with the box of an image geometry and the key layout
+/// `key` (for tuning).
 template <class T>
 void listmode_order(const image_geometry &geometry, lor_view<const T> lors,
                     span<const std::int16_t> bins, const tof_params<T> &tof,
                     span<std::uint32_t> permutation, void *workspace,
                     std::size_t workspace_bytes, stream_ref s,
-                    const listmode_tof_key &key = listmode_tof_key{}) {
+                    const listmode_tof_key &key) {
   listmode_order<T>(listmode_order_box::from(geometry), lors, bins, tof, permutation,
                     workspace, workspace_bytes, s, key);
 }

@@ -1,8 +1,8 @@
 /// @file
-/// @brief The spatial order keys of list-mode events: the key normalisation
-/// (`listmode_order_box`), the TOF-aware key layout (`listmode_tof_key`) and
-/// the kernels that compute one 32-bit key per event from its LOR (and TOF
-/// bin). `listmode_order` (gpu/listmode_order.cuh) sorts by these keys.
+/// @brief The kernels that compute one 32-bit spatial order key per
+/// list-mode event from its LOR (and TOF bin), on the normalisation and
+/// layout of gpu/listmode_key_layout.hpp. `listmode_order`
+/// (gpu/listmode_order.cuh) sorts by these keys.
 #pragma once
 
 #include <algorithm>
@@ -14,51 +14,11 @@
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
-#include "resproj/core/image_geometry.hpp"
 #include "resproj/core/tof.hpp"
+#include "resproj/gpu/listmode_key_layout.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
-
-/// Normalisation of the order key: transaxial radius and axial range that
-/// the LORs' offsets and midpoints are quantised over (values outside are
-/// clamped; only locality depends on them, never results).
-struct listmode_order_box {
-  float radius = 1; ///< max |radial offset| in the (axis 0, axis 1) plane
-  float z_min = -1; ///< axial (axis 2) range of LOR midpoints
-  float z_max = 1;
-
-  /// The box of an image: radius of its (axis 0, axis 1) bounding circle
-  /// about the origin, axial extent of the image.
-  static listmode_order_box from(const image_geometry &g) {
-    listmode_order_box b;
-    const double x = std::max(std::abs(g.box_min(0)), std::abs(g.box_max(0)));
-    const double y = std::max(std::abs(g.box_min(1)), std::abs(g.box_max(1)));
-    b.radius = float(std::sqrt(x * x + y * y));
-    b.z_min = float(g.box_min(2));
-    b.z_max = float(g.box_max(2));
-    return b;
-  }
-};
-
-/// Layout of the TOF-aware order key (`listmode_order` with bins), most
-/// significant bits first: transaxial direction angle (mod pi, in
-/// 2^angle_bits cells), axial tilt (2^tilt_bits cells of `tilt_cell_degrees`
-/// centred on 0, clamped), then a Morton (Z-order) code of the centre of
-/// the event's TOF bin on its LOR (axes 0 and 1 over +-radius, xy_bits
-/// each; axis 2 over [z_min, z_max], z_bits). Events of one direction
-/// whose TOF windows lie close together end up adjacent, so that the
-/// planes a warp (and a block) visits touch the same voxels. Only speed
-/// depends on it.
-struct listmode_tof_key {
-  int angle_bits = 5;             ///< 5.6 degree cells
-  int tilt_bits = 3;              ///< 8 tilt cells
-  float tilt_cell_degrees = 7.5f; ///< width of a tilt cell
-  int xy_bits = 9;                ///< per transaxial axis
-  int z_bits = 6;                 ///< axial; at most xy_bits
-  /// Key bits in all (at most 32).
-  int bits() const { return angle_bits + tilt_bits + 2 * xy_bits + z_bits; }
-};
 
 namespace detail {
 
@@ -187,35 +147,20 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::uint32_t qx = cell_of(0.5f + 0.5f * cx / box.radius, k.xy_bits);
   const std::uint32_t qy = cell_of(0.5f + 0.5f * cy / box.radius, k.xy_bits);
   const std::uint32_t qz = cell_of((cz - box.z_min) / (box.z_max - box.z_min), k.z_bits);
-  std::uint32_t key = (ka << k.tilt_bits) | std::uint32_t(kt);
+  // Slab (the axial cell's top bits), direction, then the Morton code of
+  // the cell's remaining bits.
+  const int morton_z_bits = k.z_bits - k.slab_bits;
+  std::uint32_t key = qz >> morton_z_bits;
+  key = (key << k.angle_bits) | ka;
+  key = (key << k.tilt_bits) | std::uint32_t(kt);
   for (int level = k.xy_bits - 1; level >= 0; --level) {
     key = (key << 1) | ((qx >> level) & 1u);
     key = (key << 1) | ((qy >> level) & 1u);
-    if (level < k.z_bits)
+    if (level < morton_z_bits)
       key = (key << 1) | ((qz >> level) & 1u);
   }
   keys[i] = key;
   indices[i] = std::uint32_t(i);
-}
-
-/// @throws invalid_argument ("box") unless radius > 0 and z_min < z_max,
-///         all finite.
-inline void check_box(const listmode_order_box &box) {
-  if (!(box.radius > 0.f) || !(box.z_max > box.z_min) || !std::isfinite(box.radius) ||
-      !std::isfinite(box.z_min) || !std::isfinite(box.z_max))
-    resproj::detail::throw_invalid("box", "needs radius > 0 and z_min < z_max, finite");
-}
-
-/// @throws invalid_argument ("key") for negative bit counts, z_bits >
-///         xy_bits, fewer than 1 or more than 32 bits in all, or a tilt cell
-///         that is not finite and > 0.
-inline void check_tof_key(const listmode_tof_key &key) {
-  if (key.angle_bits < 0 || key.tilt_bits < 0 || key.xy_bits < 0 || key.z_bits < 0 ||
-      key.z_bits > key.xy_bits || key.bits() > 32 || key.bits() < 1 ||
-      !(key.tilt_cell_degrees > 0.f) || !std::isfinite(key.tilt_cell_degrees))
-    resproj::detail::throw_invalid("key",
-                                   "needs bit counts >= 0, z_bits <= xy_bits, 1 to "
-                                   "32 bits in all, a finite tilt cell > 0");
 }
 
 } // namespace detail
