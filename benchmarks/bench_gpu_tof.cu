@@ -33,6 +33,9 @@
 //   gpu/dmi-tof-lm-tofsorted-{coarse,fine}/{forward,back}/plain
 //                                             TOF key with 11.25 / 2.8 degree
 //                                             direction cells (default 5.6)
+//   gpu/dmi-tof-lm-tofsorted-slabs/{forward,back}/plain
+//                                             TOF key with 2 axial slab bits
+//                                             (for_image takes none for dmi)
 //   gpu/dmi-tof-lm{,-sorted,-tofsorted}/forward/positive-image/plain
 //                                             the same forward calls from the
 //                                             box image plus 0.25 everywhere
@@ -211,8 +214,16 @@ struct subset_problem {
 };
 
 /// Event order of a list-mode benchmark: as generated, the LOR-only key,
-/// the TOF-aware key (default layout, a coarser and a finer direction).
-enum class lm_order { random, lor_key, tof_key, tof_key_coarse, tof_key_fine };
+/// the TOF-aware key (default layout, a coarser and a finer direction,
+/// axial slabs).
+enum class lm_order {
+  random,
+  lor_key,
+  tof_key,
+  tof_key_coarse,
+  tof_key_fine,
+  tof_key_slabs
+};
 
 /// TOF key layout of an order.
 gpu::listmode_tof_key key_layout(lm_order order) {
@@ -221,6 +232,8 @@ gpu::listmode_tof_key key_layout(lm_order order) {
     k.angle_bits = 4; // 11.25 degrees
     k.tilt_bits = 2;
     k.tilt_cell_degrees = 15;
+  } else if (order == lm_order::tof_key_slabs) {
+    k.slab_bits = 2; // 4 slabs of 17.75 planes
   } else if (order == lm_order::tof_key_fine) {
     k.angle_bits = 6; // 2.8 degrees
     k.tilt_bits = 3;
@@ -251,6 +264,7 @@ struct lm_problem {
   };
   sorted_copy by_lor, by_tof; ///< LOR-only key, TOF-aware key (default layout)
   sorted_copy by_tof_coarse, by_tof_fine; ///< TOF key, coarser / finer direction
+  sorted_copy by_tof_slabs;               ///< TOF key with axial slabs
   gpu::device_buffer<unsigned char> workspace;
   std::size_t workspace_bytes = 0;
 
@@ -267,7 +281,8 @@ struct lm_problem {
     out = gpu::device_buffer<float>(count, b.s);
     ones = gpu::device_buffer<float>(count, b.s);
     ones.fill(1.0f, b.s);
-    for (sorted_copy *c : {&by_lor, &by_tof, &by_tof_coarse, &by_tof_fine}) {
+    for (sorted_copy *c :
+         {&by_lor, &by_tof, &by_tof_coarse, &by_tof_fine, &by_tof_slabs}) {
       c->starts = gpu::device_buffer<float>(3 * count, b.s);
       c->ends = gpu::device_buffer<float>(3 * count, b.s);
       c->bins = gpu::device_buffer<std::int16_t>(count, b.s);
@@ -292,6 +307,8 @@ struct lm_problem {
       return by_tof_coarse;
     case lm_order::tof_key_fine:
       return by_tof_fine;
+    case lm_order::tof_key_slabs:
+      return by_tof_slabs;
     default:
       return by_lor;
     }
@@ -619,7 +636,8 @@ void register_all() {
                 {lm_order::lor_key, "gpu/dmi-tof-lm-sorted"},
                 {lm_order::tof_key, "gpu/dmi-tof-lm-tofsorted"},
                 {lm_order::tof_key_coarse, "gpu/dmi-tof-lm-tofsorted-coarse"},
-                {lm_order::tof_key_fine, "gpu/dmi-tof-lm-tofsorted-fine"}};
+                {lm_order::tof_key_fine, "gpu/dmi-tof-lm-tofsorted-fine"},
+                {lm_order::tof_key_slabs, "gpu/dmi-tof-lm-tofsorted-slabs"}};
   const std::size_t num_variant_orders = 3; // the variants run on the first three
 
   // Plain calls first.

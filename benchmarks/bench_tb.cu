@@ -9,11 +9,12 @@
 //                                            library's one-time TOF-key reorder
 //                                            (declared sorted_events)
 //   gpu/tb-lm/reorder                        that reorder (key, sort, gather)
-//   gpu/tb-lm-tofsorted/{forward,back}/slab_bits:N
+//   gpu/tb-lm-tofsorted/{forward,back}/key:sS-aA-tT-xyX-zZ
 //                                            the same after a reorder whose key
-//                                            has N axial slab bits (sweep of
-//                                            listmode_tof_key::slab_bits; the
-//                                            plain rows use for_image's choice)
+//                                            has S axial slab bits, A angle, T
+//                                            tilt, X xy and Z z bits (a sweep of
+//                                            listmode_tof_key layouts; the plain
+//                                            rows use for_image's choice)
 //
 // The image is tb's 240 x 240 x 682 grid (39.3 M voxels, 157 MB: three times
 // an H200's L2) with the box phantom; events are end points resident on the
@@ -32,6 +33,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/bench_support.hpp"
@@ -55,6 +58,13 @@ namespace rp = resproj;
 namespace gpu = resproj::gpu;
 namespace rb = resproj_bench;
 
+/// A key layout's name in benchmark rows: sS-aA-tT-xyX-zZ.
+std::string key_name(const gpu::listmode_tof_key &k) {
+  return "s" + std::to_string(k.slab_bits) + "-a" + std::to_string(k.angle_bits) + "-t" +
+         std::to_string(k.tilt_bits) + "-xy" + std::to_string(k.xy_bits) + "-z" +
+         std::to_string(k.z_bits);
+}
+
 /// The tb-lm events resident on the device, in acquisition order and (made
 /// on first use) reordered by the library's TOF key.
 struct tb_problem {
@@ -68,7 +78,7 @@ struct tb_problem {
   gpu::device_buffer<float> sorted_starts, sorted_ends;
   gpu::device_buffer<std::int16_t> sorted_bins;
   bool sorted_ready = false;
-  int sorted_slab_bits = -1; ///< of the sorted copies' key; -1: the library's choice
+  std::string sorted_key; ///< name of the sorted copies' key; empty: the library's choice
 
   tb_problem() : image(geometry, s), back_image(geometry, s) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -99,10 +109,9 @@ struct tb_problem {
   rp::lor_view<const float> lors() const { return {starts.data(), ends.data(), count}; }
 
   /// The library's one-time reorder of the events (TOF key; the layout
-  /// for the image, or that layout with `slab_bits` axial slab bits):
-  /// permutation, then the gathered copies, which the returned view
-  /// declares sorted.
-  void reorder(int slab_bits = -1) {
+  /// for the image, or `key` when given): permutation, then the gathered
+  /// copies, which the returned view declares sorted.
+  void reorder(const gpu::listmode_tof_key *key = nullptr) {
     if (!sorted_starts.size()) {
       sorted_starts = gpu::device_buffer<float>(3 * count, s);
       sorted_ends = gpu::device_buffer<float>(3 * count, s);
@@ -111,25 +120,22 @@ struct tb_problem {
     const std::size_t bytes = gpu::listmode_order_workspace_bytes(count);
     gpu::device_buffer<unsigned char> workspace(bytes, s);
     gpu::device_buffer<std::uint32_t> perm(count, s);
-    if (slab_bits < 0) {
+    if (key)
+      gpu::listmode_order<float>(geometry, lors(), bins.cspan(), tof, perm.span(),
+                                 workspace.data(), bytes, s, *key);
+    else
       gpu::listmode_order<float>(geometry, lors(), bins.cspan(), tof, perm.span(),
                                  workspace.data(), bytes, s);
-    } else {
-      gpu::listmode_tof_key key = gpu::listmode_tof_key::for_image(geometry);
-      key.slab_bits = slab_bits;
-      gpu::listmode_order<float>(geometry, lors(), bins.cspan(), tof, perm.span(),
-                                 workspace.data(), bytes, s, key);
-    }
     gpu::gather_lors<float>(lors(), perm.cspan(), sorted_starts.span(),
                             sorted_ends.span(), s);
     gpu::gather<std::int16_t>(bins.cspan(), perm.cspan(), sorted_bins.span(), s);
     s.synchronize();
     sorted_ready = true;
-    sorted_slab_bits = slab_bits;
+    sorted_key = key ? key_name(*key) : std::string();
   }
-  rp::lor_view<const float> sorted_lors(int slab_bits = -1) {
-    if (!sorted_ready || sorted_slab_bits != slab_bits)
-      reorder(slab_bits);
+  rp::lor_view<const float> sorted_lors(const gpu::listmode_tof_key *key = nullptr) {
+    if (!sorted_ready || sorted_key != (key ? key_name(*key) : std::string()))
+      reorder(key);
     return rp::lor_view<const float>(sorted_starts.data(), sorted_ends.data(), count,
                                      rp::lor_layout::sorted_events());
   }
@@ -155,12 +161,14 @@ void set_counters(benchmark::State &state, std::size_t items) {
   state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(items));
 }
 
-/// `slab_bits` (sorted rows only): -1 for the library's key layout, else
-/// that layout with so many axial slab bits.
-void bm_plain(benchmark::State &state, bool sorted, bool back, int slab_bits) {
+/// `key` (sorted rows only): the key layout of the reorder; none for the
+/// library's choice.
+void bm_plain(benchmark::State &state, bool sorted, bool back,
+              std::optional<gpu::listmode_tof_key> key) {
   rb::guarded(state, [&] {
     tb_problem &p = tb();
-    const rp::lor_view<const float> lors = sorted ? p.sorted_lors(slab_bits) : p.lors();
+    const rp::lor_view<const float> lors =
+        sorted ? p.sorted_lors(key ? &*key : nullptr) : p.lors();
     const rp::span<const std::int16_t> bins =
         sorted ? p.sorted_bins.cspan() : p.bins.cspan();
     const rp::op::tof_listmode op(p.tof, bins);
@@ -193,15 +201,26 @@ void register_all() {
     for (const bool back : {false, true}) {
       const std::string name = std::string(sorted ? "gpu/tb-lm-tofsorted" : "gpu/tb-lm") +
                                (back ? "/back" : "/forward") + "/plain";
-      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, sorted, back, -1));
+      rb::configure(
+          RegisterBenchmark(name.c_str(), bm_plain, sorted, back, std::nullopt));
     }
   rb::configure(RegisterBenchmark("gpu/tb-lm/reorder", bm_reorder));
-  for (int slab_bits = 0; slab_bits <= 6; ++slab_bits)
+  // Key layouts: {slab, angle, tilt, xy, z} bits.
+  const int layouts[][5] = {{0, 5, 3, 9, 6}, {4, 5, 3, 9, 6}, {5, 5, 3, 9, 6},
+                            {6, 5, 3, 9, 6}, {5, 5, 3, 8, 8}, {6, 5, 3, 8, 8},
+                            {7, 5, 3, 8, 8}, {8, 5, 3, 8, 8}, {6, 4, 2, 9, 8},
+                            {7, 4, 2, 9, 8}, {6, 6, 3, 8, 7}};
+  for (const auto &l : layouts)
     for (const bool back : {false, true}) {
+      gpu::listmode_tof_key key;
+      key.slab_bits = l[0];
+      key.angle_bits = l[1];
+      key.tilt_bits = l[2];
+      key.xy_bits = l[3];
+      key.z_bits = l[4];
       const std::string name = std::string("gpu/tb-lm-tofsorted") +
-                               (back ? "/back" : "/forward") +
-                               "/slab_bits:" + std::to_string(slab_bits);
-      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, slab_bits));
+                               (back ? "/back" : "/forward") + "/key:" + key_name(key);
+      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, key));
     }
 }
 

@@ -38,20 +38,24 @@ TEST(ListmodeKeyLayout, NoSlabsForAnImageWithinTheBudget) {
 }
 
 TEST(ListmodeKeyLayout, FewestSlabsThatFitTheBudget) {
-  // tb's 240 x 240 x 682 image: 39.3 M voxels; 32 slabs of 1.2 M voxels
-  // fit 2 Mi, 16 slabs of 2.5 M do not.
+  // tb's 240 x 240 x 682 image: 39.3 M voxels; 64 slabs of 0.6 M voxels
+  // fit 1 Mi, 32 slabs of 1.2 M do not. The sliced layout: coarser
+  // direction, finer axial cells.
   const auto g = rp::scanner::tb_image_geometry();
   auto k = gpu::listmode_tof_key::for_image(g);
-  EXPECT_EQ(k.slab_bits, 5);
+  EXPECT_EQ(k.slab_bits, 6);
+  EXPECT_EQ(k.angle_bits, 4);
+  EXPECT_EQ(k.tilt_bits, 2);
+  EXPECT_EQ(k.z_bits, 8);
   EXPECT_LE(slab_voxels(g, k), gpu::listmode_tof_key::max_slab_voxels);
   k.slab_bits -= 1;
   EXPECT_GT(slab_voxels(g, k), gpu::listmode_tof_key::max_slab_voxels);
   EXPECT_EQ(k.bits(), 32); // slab bits are z bits moved up: no bits added
   EXPECT_NO_THROW(gpu::detail::check_tof_key(gpu::listmode_tof_key::for_image(g)));
 
-  // Just over the unsliced limit (5.1 M voxels): 4 slabs of 1.3 M.
+  // Just over the unsliced limit (5.1 M voxels): 8 slabs of 0.64 M.
   const auto g5 = rp::image_geometry::centred({200, 200, 128}, {2, 2, 2});
-  EXPECT_EQ(gpu::listmode_tof_key::for_image(g5).slab_bits, 2);
+  EXPECT_EQ(gpu::listmode_tof_key::for_image(g5).slab_bits, 3);
   // At it (4 Mi voxels): none.
   const auto g4 = rp::image_geometry::centred({128, 128, 256}, {2, 2, 2});
   EXPECT_EQ(gpu::listmode_tof_key::for_image(g4).slab_bits, 0);

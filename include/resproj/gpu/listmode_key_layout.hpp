@@ -75,23 +75,29 @@ struct listmode_tof_key {
   /// cache, so the whole image is the working set.
   static constexpr double max_unsliced_voxels = 4.0 * 1024 * 1024;
   /// Most voxels of one slab of a larger image (the whole cross-section
-  /// times the slab's planes): 2 Mi voxels, 8 MiB of floats, so that a
+  /// times the slab's planes): 1 Mi voxels, 4 MiB of floats, so that a
   /// slab and the TOF windows reaching beyond it stay in the L2 cache.
-  static constexpr double max_slab_voxels = 2.0 * 1024 * 1024;
+  static constexpr double max_slab_voxels = 1.0 * 1024 * 1024;
 
-  /// The layout for events projected into `geometry`: the defaults above;
-  /// for an image of more than `max_unsliced_voxels`, with the fewest slab
-  /// bits that keep a slab (2^z_bits / 2^slab_bits axial cells of the
-  /// image's axial extent) within `max_slab_voxels`. None for dmi's
-  /// 215 x 215 x 71 (3.3 M voxels); 5 for tb's 240 x 240 x 682 (32 slabs
-  /// of 21.3 planes, 1.2 M voxels each). The thresholds and the choice
-  /// are measured in docs/kernel-choices.md ("Axial slabs").
+  /// The layout for events projected into `geometry`. An image of at most
+  /// `max_unsliced_voxels` takes the defaults above. A larger one takes
+  /// slabs, with coarser direction cells (4 angle bits, 2 tilt bits) and
+  /// finer axial cells (8 z bits), and the fewest slab bits that keep a
+  /// slab (2^z_bits / 2^slab_bits axial cells of the image's axial extent)
+  /// within `max_slab_voxels`. So dmi's 215 x 215 x 71 (3.3 M voxels)
+  /// keeps the defaults, and tb's 240 x 240 x 682 gets 6 slab bits (64
+  /// slabs of 10.7 planes, 0.6 M voxels each). The thresholds and layouts
+  /// are measured in docs/kernel-choices.md ("Axial slabs in the TOF
+  /// order").
   static listmode_tof_key for_image(const image_geometry &geometry) {
     listmode_tof_key k;
     const auto &n = geometry.shape();
     const double voxels = double(n[0]) * double(n[1]) * double(n[2]);
     if (voxels <= max_unsliced_voxels)
       return k;
+    k.angle_bits = 4;
+    k.tilt_bits = 2;
+    k.z_bits = 8;
     while (k.slab_bits < k.z_bits && voxels / double(1 << k.slab_bits) > max_slab_voxels)
       ++k.slab_bits;
     return k;
