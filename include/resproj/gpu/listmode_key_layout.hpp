@@ -71,8 +71,8 @@ struct listmode_tof_key {
   int bits() const { return angle_bits + tilt_bits + 2 * xy_bits + z_bits; }
 
   /// Largest image (in voxels) that `for_image` leaves without slabs:
-  /// 4 Mi voxels, 16 MiB of floats, a third of an H100's or H200's L2
-  /// cache, so the whole image is the working set.
+  /// 4 Mi voxels, 16 MiB of floats, about a third of an H100's 50 MB L2
+  /// cache, so the whole image can be the working set.
   static constexpr double max_unsliced_voxels = 4.0 * 1024 * 1024;
   /// Most voxels of one slab of a larger image (the whole cross-section
   /// times the slab's planes): 1 Mi voxels, 4 MiB of floats, so that a
