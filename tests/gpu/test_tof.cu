@@ -416,9 +416,9 @@ TYPED_TEST(GpuTof, ListModeEqualsSinogramAtTheSameBin) {
   }
 }
 
-/// Parameter: true for the TOF-aware order key (bins and TOF parameters),
-/// 0: the LOR-only key; 1: the TOF key (the layout for the image); 2: the
-/// TOF key with 3 axial slab bits.
+/// Parameter: 0 for the LOR-only key; 1 for the TOF-aware key (bins and
+/// TOF parameters) in the layout for the image; 2 for the TOF-aware key
+/// with 3 axial slab bits.
 class GpuTofOrder : public GpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(GpuTofOrder, SortedListModeMapsBackToTheUnsortedResult) {

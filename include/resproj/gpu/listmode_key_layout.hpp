@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"

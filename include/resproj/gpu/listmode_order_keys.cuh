@@ -5,15 +5,12 @@
 /// (gpu/listmode_order.cuh) sorts by these keys.
 #pragma once
 
-#include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime.h>
 
 #include "resproj/core/config.hpp"
-#include "resproj/core/errors.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/gpu/listmode_key_layout.hpp"
 
