@@ -123,6 +123,33 @@ TEST(GpuAllLorSensitivity, WithoutAttenuationOnAShiftedImageEqualsCpu) {
   expect_close(got.image, want, float_difference_image);
 }
 
+// The footprints of uniform families are added per crystal pair and
+// window of slices in shared memory; windows of 8 slices cut the padded
+// axis into several, on a scanner along image axis 2 and one along axis
+// 0 (whose tiles add to strided columns), with families of their own
+// weights beside them (a cylinder shorter than the scanner).
+TEST(GpuAllLorSensitivity, SeveralWindowsEqualCpu) {
+  RESPROJ_REQUIRE_GPU();
+  for (const int axis : {2, 0}) {
+    SCOPED_TRACE(axis);
+    const auto s = small_tb(3, 6, 4.0, pitch, axis);
+    const auto g = small_image(axis);
+    const auto mu = cylinder(g, 20.0, 0.05f, axis);
+    const span<const float> m(mu.data(), mu.size());
+    const auto want = rc::all_lor_sensitivity(s, g, m, 2);
+    for (const int window : {8, 12}) {
+      SCOPED_TRACE(window);
+      gpu::stream st;
+      gpu::device_image<float> out(g, st);
+      rc::detail::run_all_lor_sensitivity(s, g, m, out.view(), st, nullptr, window);
+      std::vector<float> got(std::size_t(g.num_voxels()));
+      out.download(span<float>(got.data(), got.size()), st);
+      st.synchronize();
+      expect_close(got, want, float_difference_image);
+    }
+  }
+}
+
 TEST(GpuAllLorSensitivity, BruteForceEqualsCpuBruteForce) {
   RESPROJ_REQUIRE_GPU();
   const auto s = small_tb();

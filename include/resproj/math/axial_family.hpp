@@ -58,6 +58,12 @@ template <class T> struct family_grid {
                           std::uint32_t(gp.shape[ax]));
     return (offset / gp.stride[ax]) % gp.shape[ax];
   }
+  /// `column_of` the voxel of indices (i0, i1, i2), without a division.
+  RESPROJ_HD std::int64_t column_at(std::int64_t i0, std::int64_t i1,
+                                    std::int64_t i2) const noexcept {
+    return ax == 2 ? i0 * gp.shape[1] + i1
+                   : (ax == 1 ? i0 * gp.shape[2] + i2 : i1 * gp.shape[2] + i2);
+  }
   /// Column index of voxel `offset` (its index with the coordinate along
   /// `ax` removed: 0 .. num_voxels / shape[ax] - 1).
   RESPROJ_HD std::int64_t column_of(std::int64_t offset) const noexcept {
@@ -106,14 +112,22 @@ RESPROJ_HD attenuation_sample<T> attenuation_walk(const family_grid<T> &f,
   std::int64_t start = r.first_plane + lanes.lane();
   if (start < first)
     start += (first - start + lanes.size() - 1) / lanes.size() * lanes.size();
+  // The taps' slices and columns come from their indices (no division).
+  const int pa = r.axis;
   for (std::int64_t p = start; p <= last; p += lanes.size()) {
-    const bilinear_stencil<std::int64_t, T> s = stencil_at<std::int64_t>(r, p);
+    const bilinear_point<std::int64_t, T> q = bilinear_at<std::int64_t>(r, p);
+    const std::int64_t base = p * r.stride_plane + q.iu * r.stride_u + q.iv * r.stride_v;
     for (int i = 0; i < 4; ++i) {
-      if (s.weight[i] == T(0))
+      if (q.weight[i] == T(0))
         continue;
-      acc += s.weight[i] * f.mu[s.offset[i]];
-      if (f.support[f.column_of(s.offset[i])] != 0) {
-        const std::int64_t z = f.slice_of(s.offset[i]);
+      const std::int64_t a = i & 1, b = i >> 1;
+      acc += q.weight[i] * f.mu[base + a * r.stride_u + b * r.stride_v];
+      const std::int64_t iu = q.iu + a, iv = q.iv + b;
+      const std::int64_t i0 = pa == 0 ? p : iu;
+      const std::int64_t i1 = pa == 1 ? p : (pa == 0 ? iu : iv);
+      const std::int64_t i2 = pa == 2 ? p : iv;
+      if (f.support[f.column_at(i0, i1, i2)] != 0) {
+        const std::int64_t z = f.ax == 0 ? i0 : (f.ax == 1 ? i1 : i2);
         lo = z < lo ? z : lo;
         hi = z > hi ? z : hi;
       }
@@ -191,52 +205,70 @@ struct family_work {
   std::uint64_t scatter_walks = 0;     ///< footprints added to the difference image
 };
 
-/// Back projects the family of `K` LORs `(a(k), b(k))`, k = 0 .. K-1, each
-/// weighted by `exp(-attenuation)` (1 without `mu`), into the difference
-/// image `diff` on `f.gp`. `end(k, a, b)` fills the end points (T[3]) of
-/// member k, which must be the translate of member 0 by k voxels along
-/// `f.ax`, inside the unpadded image box along `f.ax` (so that no member
-/// is clipped along the axis). The footprint is walked at
-/// the middle member; members whose attenuation taps stay in one run of
-/// identical `mu` slices share its weight, the others get their own
-/// forward walk. Exact up to the rounding of the members' coordinates.
-/// Every walk is shared by `lanes` (all of them take the same branches).
-RESPROJ_EXEC_CHECK_DISABLE
-template <class T, class Acc, class End, class Add, class Lanes = serial_lanes>
-RESPROJ_HD family_work back_project_family(const family_grid<T> &f, int K, End &&end,
-                                           Acc *diff, Add &&add,
-                                           const Lanes &lanes = Lanes{}) noexcept {
-  family_work work;
-  const int kr = K / 2;
-  T a[3], b[3];
-  end(kr, a, b);
-  const joseph_ray<T> rp = make_joseph_ray(f.gp, a, b);
-  if (rp.empty())
-    return work; // its translates miss the box as well
-  // Members [lo, hi] share the middle member's weight.
-  int lo = 0, hi = K - 1;
+/// The middle member of a family and the members sharing its weight:
+/// members [`lo`, `hi`] have the weight `shared` (1 without `mu`); `ray`
+/// is the middle member's (member `kr` = K / 2), whose footprint every
+/// member's is, shifted. `ray.empty()`: the family misses the image.
+template <class T, class Acc> struct family_head {
+  joseph_ray<T> ray;
+  int kr = 0, lo = 0, hi = -1;
   Acc shared = 1;
-  if (f.mu != nullptr) {
-    const attenuation_sample<T> s = attenuation_walk(f, rp, lanes);
-    ++work.attenuation_walks;
-    shared = Acc(exp(-double(s.integral)));
-    if (s.lo <= s.hi) {
-      const std::int64_t first = f.run_first[s.lo], last = f.run_last[s.lo];
-      if (last >= s.hi) {
-        const std::int64_t down = s.lo - first, up = last - s.hi;
-        lo = int(kr - down > 0 ? kr - down : 0);
-        hi = int(kr + up < K - 1 ? kr + up : K - 1);
-      } else {
-        lo = hi = kr;
-      }
+  bool walked = false; ///< whether an attenuation walk was taken
+
+  /// True when every one of the `K` members has the weight `shared`: the
+  /// family is then `shared` times the footprint added at shift `-kr` and
+  /// subtracted at shift `K - kr`.
+  RESPROJ_HD bool uniform(int K) const noexcept { return lo == 0 && hi == K - 1; }
+};
+
+/// The first step of `back_project_family`: the middle member's ray and
+/// attenuation walk, and the members that share its weight (members whose
+/// attenuation taps stay in one run of identical `mu` slices).
+RESPROJ_EXEC_CHECK_DISABLE
+template <class T, class Acc, class End, class Lanes = serial_lanes>
+RESPROJ_HD family_head<T, Acc> walk_family_head(const family_grid<T> &f, int K, End &&end,
+                                                const Lanes &lanes = Lanes{}) noexcept {
+  family_head<T, Acc> h;
+  h.kr = K / 2;
+  h.hi = K - 1;
+  T a[3], b[3];
+  end(h.kr, a, b);
+  h.ray = make_joseph_ray(f.gp, a, b);
+  if (h.ray.empty() || f.mu == nullptr)
+    return h; // its translates miss the box as well / every weight is 1
+  const attenuation_sample<T> s = attenuation_walk(f, h.ray, lanes);
+  h.walked = true;
+  h.shared = Acc(exp(-double(s.integral)));
+  if (s.lo <= s.hi) {
+    const std::int64_t first = f.run_first[s.lo], last = f.run_last[s.lo];
+    if (last >= s.hi) {
+      const std::int64_t down = s.lo - first, up = last - s.hi;
+      h.lo = int(h.kr - down > 0 ? h.kr - down : 0);
+      h.hi = int(h.kr + up < K - 1 ? h.kr + up : K - 1);
+    } else {
+      h.lo = h.hi = h.kr;
     }
   }
-  // The weight as a step function of k: one footprint where it changes.
+  return h;
+}
+
+/// The second step of `back_project_family`: the weight as a step function
+/// of the member, one footprint of `h.ray` added where it changes (members
+/// outside [`h.lo`, `h.hi`] get their own attenuation walk). Needs
+/// `!h.ray.empty()`. Returns the walks of this step.
+RESPROJ_EXEC_CHECK_DISABLE
+template <class T, class Acc, class End, class Add, class Lanes = serial_lanes>
+RESPROJ_HD family_work back_project_members(const family_grid<T> &f, int K, End &&end,
+                                            const family_head<T, Acc> &h, Acc *diff,
+                                            Add &&add,
+                                            const Lanes &lanes = Lanes{}) noexcept {
+  family_work work;
+  T a[3], b[3];
   Acc previous = 0;
   for (int k = 0; k <= K; ++k) {
     Acc w = 0;
-    if (k < K && k >= lo && k <= hi) {
-      w = shared;
+    if (k < K && k >= h.lo && k <= h.hi) {
+      w = h.shared;
     } else if (k < K) {
       end(k, a, b);
       const attenuation_sample<T> s =
@@ -245,11 +277,35 @@ RESPROJ_HD family_work back_project_family(const family_grid<T> &f, int K, End &
       w = Acc(exp(-double(s.integral)));
     }
     if (w != previous) {
-      scatter_shifted(f, rp, std::int64_t(k - kr), w - previous, diff, add, lanes);
+      scatter_shifted(f, h.ray, std::int64_t(k - h.kr), w - previous, diff, add, lanes);
       ++work.scatter_walks;
     }
     previous = w;
   }
+  return work;
+}
+
+/// Back projects the family of `K` LORs `(a(k), b(k))`, k = 0 .. K-1, each
+/// weighted by `exp(-attenuation)` (1 without `mu`), into the difference
+/// image `diff` on `f.gp`. `end(k, a, b)` fills the end points (T[3]) of
+/// member k, which must be the translate of member 0 by k voxels along
+/// `f.ax`, inside the unpadded image box along `f.ax` (so that no member
+/// is clipped along the axis). The footprint is walked at
+/// the middle member; members whose attenuation taps stay in one run of
+/// identical `mu` slices share its weight, the others get their own
+/// forward walk (`walk_family_head`, then `back_project_members`). Exact
+/// up to the rounding of the members' coordinates. Every walk is shared
+/// by `lanes` (all of them take the same branches).
+RESPROJ_EXEC_CHECK_DISABLE
+template <class T, class Acc, class End, class Add, class Lanes = serial_lanes>
+RESPROJ_HD family_work back_project_family(const family_grid<T> &f, int K, End &&end,
+                                           Acc *diff, Add &&add,
+                                           const Lanes &lanes = Lanes{}) noexcept {
+  const family_head<T, Acc> h = walk_family_head<T, Acc>(f, K, end, lanes);
+  if (h.ray.empty())
+    return family_work{};
+  family_work work = back_project_members(f, K, end, h, diff, add, lanes);
+  work.attenuation_walks += h.walked ? 1 : 0;
   return work;
 }
 

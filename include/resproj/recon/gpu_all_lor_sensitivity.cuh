@@ -7,6 +7,7 @@
 /// reference `gpu_all_lor_sensitivity_brute_force`. Needs nvcc.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "resproj/math/axial_family.hpp"
 #include "resproj/math/joseph.hpp"
 #include "resproj/recon/detail/all_lor_plan.hpp"
+#include "resproj/recon/detail/gpu_family_tiles.cuh"
 #include "resproj/scanner/polygon_scanner.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -37,6 +39,9 @@ constexpr int all_lor_block = 256;
 /// Blocks of the family kernel resident per multiprocessor that its
 /// register budget is set for.
 constexpr int all_lor_min_blocks = 2;
+
+/// Family items per chunk of crystal pairs (their weights: 256 MiB).
+constexpr std::size_t family_chunk_items = std::size_t(1) << 26;
 
 /// Blocks for a grid-stride loop over `count` items.
 inline std::size_t all_lor_blocks(std::uint64_t count) {
@@ -100,30 +105,47 @@ struct family_atomic_add {
   }
 };
 
-/// Work item t = (pair t / num_families, family t % num_families), one per
-/// warp, whose lanes share each walk: the family's footprints into the
-/// float difference image `diff` (on `f.gp`) through `add` (a
+/// Work items t = first .. first + count - 1, t = (pair t / num_families,
+/// family t % num_families), one per warp, whose lanes share each walk
+/// (`math::walk_family_head`). With `weights` (indexed by t - first), a
+/// uniform family (`family_head::uniform`) only records its weight there
+/// (`all_lor_tile_kernel` adds its footprints) and every other item
+/// records 0; without, or for the other families, the footprints go into
+/// the float difference image `diff` (on `f.gp`) through `add` (a
 /// `family_atomic_add` whose scale the kernel sets per item: the pair's
-/// and the family's weight). `walks` (or null) receives the
-/// attenuation and scatter walks.
-/// (A template, as every kernel defined in a header.)
+/// and the family's weight). `walks` (or null) receives the attenuation
+/// and scatter walks. (A template, as every kernel defined in a header.)
 template <class Add>
 RESPROJ_KERNEL void __launch_bounds__(all_lor_block, all_lor_min_blocks)
     all_lor_family_kernel(math::family_grid<float> f, const float *centres, int nc,
                           const crystal_pair *pairs, const ring_family *families,
-                          std::uint32_t num_families, std::uint64_t count, float *diff,
-                          Add add, unsigned long long *walks) {
+                          std::uint32_t num_families, std::uint64_t first,
+                          std::uint64_t count, float *weights, float *diff, Add add,
+                          unsigned long long *walks) {
   const warp_lanes lanes;
   unsigned long long attenuation = 0, scatter = 0;
   const std::uint64_t step = std::uint64_t(gridDim.x) * (blockDim.x / 32);
-  for (std::uint64_t t = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-       t < count; t += step) {
+  for (std::uint64_t i = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+       i < count; i += step) {
+    const std::uint64_t t = first + i;
     const crystal_pair cp = pairs[t / num_families];
     const ring_family rf = families[t % num_families];
-    add.scale = float(cp.scale * rf.scale);
     const family_ends end{centres, std::size_t(nc), cp.c1, cp.c2, rf.r1, rf.r2};
+    const math::family_head<float, float> h =
+        math::walk_family_head<float, float>(f, rf.K, end, lanes);
+    attenuation += h.walked ? 1 : 0;
+    const bool tiled = weights != nullptr && h.uniform(rf.K) && !h.ray.empty();
+    if (weights != nullptr && lanes.lane() == 0)
+      weights[i] = tiled ? h.shared : 0.f;
+    if (h.ray.empty())
+      continue;
+    if (tiled) {
+      scatter += h.shared != 0.f ? 2 : 0;
+      continue;
+    }
+    add.scale = float(cp.scale * rf.scale);
     const math::family_work w =
-        math::back_project_family<float, float>(f, rf.K, end, diff, add, lanes);
+        math::back_project_members(f, rf.K, end, h, diff, add, lanes);
     attenuation += w.attenuation_walks;
     scatter += w.scatter_walks;
   }
@@ -245,6 +267,88 @@ inline void launch_all_lor_brute_force(const image_geometry &g, const float *mu,
 
 } // namespace detail
 
+namespace detail {
+/// `gpu_all_lor_sensitivity` with the tiles' window capped at `max_window`
+/// slices (0: as many as fit), so that tests can cut small images into
+/// several windows.
+inline void run_all_lor_sensitivity(const scanner::polygon_scanner &s,
+                                    const image_geometry &g, span<const float> mu,
+                                    gpu::device_image_view<float> out, gpu::stream_ref st,
+                                    all_lor_sensitivity_stats *stats, int max_window) {
+  check_all_lor_output(g, out);
+  const all_lor_plan plan = make_all_lor_plan(s, g, mu);
+  const gpu::device_guard guard(out.device);
+  const std::int64_t voxels = plan.p.gp.num_voxels();
+  gpu::device_buffer<float> diff(std::size_t(voxels), st);
+  RESPROJ_CUDA_TRY(
+      cudaMemsetAsync(diff.data(), 0, std::size_t(voxels) * sizeof(float), st.get()));
+  const auto dmu = to_device(plan.p.mu, st);
+  const auto support = to_device(plan.p.support, st);
+  const auto run_first = to_device(plan.p.run_first, st);
+  const auto run_last = to_device(plan.p.run_last, st);
+  const auto centres = to_device(plan.centres, st);
+  const auto pairs = to_device(plan.pairs, st);
+  const auto families = to_device(plan.families, st);
+  gpu::device_buffer<unsigned long long> walks(2, st);
+  RESPROJ_CUDA_TRY(
+      cudaMemsetAsync(walks.data(), 0, 2 * sizeof(unsigned long long), st.get()));
+  const math::family_grid<float> f =
+      plan.grid(dmu.data(), support.data(), run_first.data(), run_last.data());
+  const std::uint64_t count =
+      std::uint64_t(plan.pairs.size()) * std::uint64_t(plan.families.size());
+  family_atomic_add add{};
+  add.paired.extent = voxels;
+  const std::uint32_t nf = std::uint32_t(plan.families.size());
+  const family_tile_shape tiles = plan_family_tiles(
+      f.gp, plan.ax, std::uint32_t(plan.families.size()), out.device, max_window);
+  if (tiles.window == 0) { // no tile fits: every footprint by atomics
+    gpu::detail::launch(all_lor_family_kernel<family_atomic_add>,
+                        all_lor_warp_blocks(count), all_lor_block, st,
+                        "all_lor_family_kernel", f, centres.data(), s.crystals_per_ring(),
+                        pairs.data(), families.data(), nf, std::uint64_t(0), count,
+                        static_cast<float *>(nullptr), diff.data(), add, walks.data());
+  } else if (nf > 0) {
+    // Chunks of pairs: the families' weights, then the pairs' tiles.
+    const std::size_t chunk = std::max<std::size_t>(1, family_chunk_items / nf);
+    gpu::device_buffer<float> weights(std::min(chunk, plan.pairs.size()) * nf, st);
+    for (std::size_t p0 = 0; p0 < plan.pairs.size(); p0 += chunk) {
+      const std::size_t np = std::min(chunk, plan.pairs.size() - p0);
+      const std::uint64_t items = std::uint64_t(np) * nf;
+      gpu::detail::launch(
+          all_lor_family_kernel<family_atomic_add>, all_lor_warp_blocks(items),
+          all_lor_block, st, "all_lor_family_kernel", f, centres.data(),
+          s.crystals_per_ring(), pairs.data(), families.data(), nf,
+          std::uint64_t(p0) * nf, items, weights.data(), diff.data(), add, walks.data());
+      gpu::detail::launch_shared(
+          all_lor_tile_kernel<>, np * std::size_t(tiles.windows), family_tile_block,
+          tiles.bytes, st, "all_lor_tile_kernel", f, centres.data(),
+          s.crystals_per_ring(), pairs.data() + p0, families.data(), nf,
+          weights.cview().data(), tiles.window, tiles.windows, tiles.unit, diff.data());
+    }
+  }
+  const int ax = plan.ax;
+  const std::int64_t n = plan.p.gp.shape()[std::size_t(ax)];
+  const std::int64_t columns = voxels / n;
+  gpu::detail::launch(prefix_along_axis_kernel<float>,
+                      all_lor_blocks(std::uint64_t(columns)), all_lor_block, st,
+                      "prefix_along_axis_kernel", diff.data(), columns,
+                      std::int64_t(f.gp.stride[ax]), n);
+  const auto &shape = g.shape();
+  const unsigned flips = (plan.sym.flip[0] ? 1u : 0u) | (plan.sym.flip[1] ? 2u : 0u) |
+                         (plan.sym.flip[2] ? 4u : 0u);
+  gpu::detail::launch(crop_mirrored_kernel<float>,
+                      all_lor_blocks(std::uint64_t(g.num_voxels())), all_lor_block, st,
+                      "crop_mirrored_kernel", diff.cview().data(), out.data, shape[0],
+                      shape[1], shape[2], ax, plan.pad, flips);
+  unsigned long long w[2] = {0, 0};
+  RESPROJ_CUDA_TRY(
+      cudaMemcpyAsync(w, walks.data(), sizeof(w), cudaMemcpyDeviceToHost, st.get()));
+  RESPROJ_CUDA_TRY(cudaStreamSynchronize(st.get()));
+  plan_stats(plan, s, w[0], w[1], stats);
+}
+
+} // namespace detail
+
 /// `recon::all_lor_sensitivity` on the GPU that owns `out`: the sensitivity
 /// image `sum_L a_L exp(-(A mu)_L)` over every LOR of `s` (all unordered
 /// detector pairs of distinct transaxial crystals, every ring difference),
@@ -273,54 +377,7 @@ inline void gpu_all_lor_sensitivity(const scanner::polygon_scanner &s,
                                     const image_geometry &g, span<const float> mu,
                                     gpu::device_image_view<float> out, gpu::stream_ref st,
                                     all_lor_sensitivity_stats *stats = nullptr) {
-  detail::check_all_lor_output(g, out);
-  const detail::all_lor_plan plan = detail::make_all_lor_plan(s, g, mu);
-  const gpu::device_guard guard(out.device);
-  const std::int64_t voxels = plan.p.gp.num_voxels();
-  gpu::device_buffer<float> diff(std::size_t(voxels), st);
-  RESPROJ_CUDA_TRY(
-      cudaMemsetAsync(diff.data(), 0, std::size_t(voxels) * sizeof(float), st.get()));
-  const auto dmu = detail::to_device(plan.p.mu, st);
-  const auto support = detail::to_device(plan.p.support, st);
-  const auto run_first = detail::to_device(plan.p.run_first, st);
-  const auto run_last = detail::to_device(plan.p.run_last, st);
-  const auto centres = detail::to_device(plan.centres, st);
-  const auto pairs = detail::to_device(plan.pairs, st);
-  const auto families = detail::to_device(plan.families, st);
-  gpu::device_buffer<unsigned long long> walks(2, st);
-  RESPROJ_CUDA_TRY(
-      cudaMemsetAsync(walks.data(), 0, 2 * sizeof(unsigned long long), st.get()));
-  const math::family_grid<float> f =
-      plan.grid(dmu.data(), support.data(), run_first.data(), run_last.data());
-  const std::uint64_t count =
-      std::uint64_t(plan.pairs.size()) * std::uint64_t(plan.families.size());
-  detail::family_atomic_add add{};
-  add.paired.extent = voxels;
-  gpu::detail::launch(detail::all_lor_family_kernel<detail::family_atomic_add>,
-                      detail::all_lor_warp_blocks(count), detail::all_lor_block, st,
-                      "all_lor_family_kernel", f, centres.data(), s.crystals_per_ring(),
-                      pairs.data(), families.data(), std::uint32_t(plan.families.size()),
-                      count, diff.data(), add, walks.data());
-  const int ax = plan.ax;
-  const std::int64_t n = plan.p.gp.shape()[std::size_t(ax)];
-  const std::int64_t columns = voxels / n;
-  gpu::detail::launch(detail::prefix_along_axis_kernel<float>,
-                      detail::all_lor_blocks(std::uint64_t(columns)),
-                      detail::all_lor_block, st, "prefix_along_axis_kernel", diff.data(),
-                      columns, std::int64_t(f.gp.stride[ax]), n);
-  const auto &shape = g.shape();
-  const unsigned flips = (plan.sym.flip[0] ? 1u : 0u) | (plan.sym.flip[1] ? 2u : 0u) |
-                         (plan.sym.flip[2] ? 4u : 0u);
-  gpu::detail::launch(detail::crop_mirrored_kernel<float>,
-                      detail::all_lor_blocks(std::uint64_t(g.num_voxels())),
-                      detail::all_lor_block, st, "crop_mirrored_kernel",
-                      diff.cview().data(), out.data, shape[0], shape[1], shape[2], ax,
-                      plan.pad, flips);
-  unsigned long long w[2] = {0, 0};
-  RESPROJ_CUDA_TRY(
-      cudaMemcpyAsync(w, walks.data(), sizeof(w), cudaMemcpyDeviceToHost, st.get()));
-  RESPROJ_CUDA_TRY(cudaStreamSynchronize(st.get()));
-  detail::plan_stats(plan, s, w[0], w[1], stats);
+  detail::run_all_lor_sensitivity(s, g, mu, out, st, stats, 0);
 }
 
 /// `gpu_all_lor_sensitivity` computed LOR by LOR on the GPU: every LOR's
