@@ -259,6 +259,27 @@ __device__ inline void add_quad(float *d, const float a[4]) {
       atomicAdd(d + j, a[j]);
 }
 
+/// Whether a footprint of family `rf` of pair `cp` (at shift -kr or K -
+/// kr) can have a tap in slices [z0, z0 + window): the slices of the
+/// middle member's end points, widened by the interpolation.
+__device__ inline bool family_reaches_window(const ring_family &rf,
+                                             const crystal_pair &cp, const float *centres,
+                                             int nc, int ax, float org_ax, float vox_ax,
+                                             int z0, int window) {
+  const int K = rf.K, kr = K / 2;
+  const float za =
+      centres[3 * (std::size_t(rf.r1 + kr) * std::size_t(nc) + std::size_t(cp.c1)) +
+              std::size_t(ax)];
+  const float zb =
+      centres[3 * (std::size_t(rf.r2 + kr) * std::size_t(nc) + std::size_t(cp.c2)) +
+              std::size_t(ax)];
+  const float sa = (za - org_ax) / vox_ax, sb = (zb - org_ax) / vox_ax;
+  const int lo = int(floorf(fminf(sa, sb))) - 1, hi = int(floorf(fmaxf(sa, sb))) + 2;
+  const int zlast = z0 + window - 1;
+  return (lo - kr <= zlast && hi - kr >= z0) ||
+         (lo + K - kr <= zlast && hi + K - kr >= z0);
+}
+
 /// Block (pair b / windows of `pairs`, window b % windows): the footprints
 /// of the pair's families whose weight `weights[pair * num_families +
 /// family]` is nonzero (uniform families, `family_head::uniform`: the
@@ -310,15 +331,22 @@ RESPROJ_KERNEL void __launch_bounds__(family_tile_block, 1)
   const float slope = m1 ? d0 / d1 : d1 / d0;
   for (int i = int(threadIdx.x); i < fr.nm; i += int(blockDim.x))
     band[i] = int(floorf(fo + (float(i) - fm) * slope)) - 1;
+  const float *w_pair = weights + std::size_t(pi) * num_families;
+  const float org_ax = math::axis_value(g.origin, ax),
+              vox_ax = math::axis_value(g.voxel_size, ax);
+  // A window no footprint of the pair reaches has nothing to add.
+  bool any = false;
+  for (std::uint32_t fi = threadIdx.x; fi < num_families && !any; fi += blockDim.x)
+    any = w_pair[fi] != 0.f && family_reaches_window(families[fi], cp, centres, nc, ax,
+                                                     org_ax, vox_ax, fr.z0, window);
+  if (__syncthreads_or(any) == 0)
+    return;
   for (int i = int(threadIdx.x); i < cells; i += int(blockDim.x))
     shared[i] = 0;
   __syncthreads();
 
   const int lane = int(threadIdx.x & 31u);
   const std::uint32_t warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  const float *w_pair = weights + std::size_t(pi) * num_families;
-  const float org_ax = math::axis_value(g.origin, ax),
-              vox_ax = math::axis_value(g.voxel_size, ax);
   for (std::uint32_t fb = warp * 32; fb < num_families; fb += warps * 32) {
     const std::uint32_t fi = fb + std::uint32_t(lane);
     bool hit = false;
@@ -330,23 +358,9 @@ RESPROJ_KERNEL void __launch_bounds__(family_tile_block, 1)
       if (w != 0.f) {
         const ring_family rf = families[fi];
         K = rf.K;
+        hit =
+            family_reaches_window(rf, cp, centres, nc, ax, org_ax, vox_ax, fr.z0, window);
         const int kr = K / 2;
-        // Slices the middle member's taps can reach, from its end points.
-        const float sa = (centres[3 * (std::size_t(rf.r1 + kr) * std::size_t(nc) +
-                                       std::size_t(cp.c1)) +
-                                  std::size_t(ax)] -
-                          org_ax) /
-                         vox_ax;
-        const float sb = (centres[3 * (std::size_t(rf.r2 + kr) * std::size_t(nc) +
-                                       std::size_t(cp.c2)) +
-                                  std::size_t(ax)] -
-                          org_ax) /
-                         vox_ax;
-        const int lo = int(floorf(fminf(sa, sb))) - 1,
-                  hi = int(floorf(fmaxf(sa, sb))) + 2;
-        const int zlast = fr.z0 + window - 1;
-        hit = (lo - kr <= zlast && hi - kr >= fr.z0) ||
-              (lo + K - kr <= zlast && hi + K - kr >= fr.z0);
         if (hit) {
           const family_ends end{centres, std::size_t(nc), cp.c1, cp.c2, rf.r1, rf.r2};
           float a[3], b[3];
