@@ -1,5 +1,5 @@
 // The index arithmetic of math::family_grid (math/axial_family.hpp):
-// slice_of and column_of against the voxel indices, on grids whose blocks
+// slice_of, column_of and column_at against the voxel indices, on grids whose blocks
 // fit in 32 bits (the 32-bit divisions) and on one of more than 2^32
 // voxels (the 64-bit ones), along every axis.
 #include <gtest/gtest.h>
@@ -26,8 +26,8 @@ m::family_grid<float> grid(std::int64_t n0, std::int64_t n1, std::int64_t n2, in
   return f;
 }
 
-/// slice_of and column_of of random voxels, and of the last one, equal the
-/// index along `ax` and the C-order index of the other two.
+/// slice_of, column_of and column_at of random voxels, and of the last
+/// one, equal the index along `ax` and the C-order index of the other two.
 void check(std::int64_t n0, std::int64_t n1, std::int64_t n2) {
   const std::int64_t n[3] = {n0, n1, n2};
   std::mt19937_64 rng(7);
@@ -42,6 +42,8 @@ void check(std::int64_t n0, std::int64_t n1, std::int64_t n2) {
       const std::int64_t offset = (i[0] * n1 + i[1]) * n2 + i[2];
       ASSERT_EQ(f.slice_of(offset), i[ax]) << "axis " << ax << " offset " << offset;
       ASSERT_EQ(f.column_of(offset), i[lo] * n[hi] + i[hi])
+          << "axis " << ax << " offset " << offset;
+      ASSERT_EQ(f.column_at(i[0], i[1], i[2]), i[lo] * n[hi] + i[hi])
           << "axis " << ax << " offset " << offset;
     }
   }

@@ -1,10 +1,12 @@
 /// @file
 /// @brief The sensitivity image with attenuation over every LOR of a
 /// polygon scanner on the GPU (docs/all-lor-sensitivity.md): the sum of
-/// `recon::all_lor_sensitivity`, one thread per (crystal pair, axial ring
-/// family) adding footprints to a padded float difference image, then a
-/// prefix sum along the axis and the mirror flips. Also the LOR-by-LOR
-/// reference `gpu_all_lor_sensitivity_brute_force`. Needs nvcc.
+/// `recon::all_lor_sensitivity`, one warp per (crystal pair, axial ring
+/// family) walking its attenuation, the footprints added to a padded float
+/// difference image (those of uniform families per crystal pair in
+/// shared-memory tiles, detail/gpu_family_tiles.cuh), then a prefix sum
+/// along the axis and the mirror flips. Also the LOR-by-LOR reference
+/// `gpu_all_lor_sensitivity_brute_force`. Needs nvcc.
 #pragma once
 
 #include <algorithm>
@@ -359,7 +361,8 @@ inline void run_all_lor_sensitivity(const scanner::polygon_scanner &s,
 ///
 /// Device memory while it runs: the image padded by 2 slices at both ends
 /// along the axis and `mu` padded, both in float (with `tb`'s image of
-/// 240 x 240 x 682: 158 MB each), plus the crystal centres and the tables
+/// 240 x 240 x 682: 158 MB each), the weights of one chunk of families
+/// (at most 2^26 floats, 256 MiB), plus the crystal centres and the tables
 /// of pairs and families.
 ///
 /// @param s     the scanner; every ring inside the image box along its axis
