@@ -335,7 +335,7 @@ int main(int argc, char **argv) {
     std::printf(
         "wrote %s%s\n", nii.c_str(),
         png_ok ? (" and " + png + " (phantom | reconstruction, central slice)").c_str()
-               : " (no PNG: built without stb_image_write, install libstb-dev)");
+               : " (the PNG could not be written)");
     const double per_it = t_osem / set.iterations;
     std::printf("list-mode file on disk -> NIfTI on disk, by phase:\n");
     phases.print(stdout);

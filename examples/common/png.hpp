@@ -1,24 +1,103 @@
 /// @file
-/// @brief PNG of central slices for the examples, written with
-/// stb_image_write (Debian's libstb-dev) when the build found it
-/// (RESPROJ_EXAMPLES_HAVE_STB), otherwise a no-op that says so.
+/// @brief PNG of central slices for the examples: grey 8-bit pictures,
+/// written by a small encoder of our own (stored, uncompressed deflate
+/// blocks, which every PNG reader accepts), so that every build writes
+/// them. Standard library only.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "resproj/core/image_geometry.hpp"
 
-#if defined(RESPROJ_EXAMPLES_HAVE_STB)
-#define STB_IMAGE_WRITE_STATIC
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#include <stb/stb_image_write.h>
-#endif
-
 namespace resproj_examples {
+
+namespace detail {
+
+/// CRC-32 (ISO 3309, as PNG's chunks use) of `n` bytes, continuing `crc`.
+inline std::uint32_t png_crc(const unsigned char *p, std::size_t n,
+                             std::uint32_t crc = 0) {
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int k = 0; k < 8; ++k)
+        c = (c & 1u) != 0 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (std::size_t i = 0; i < n; ++i)
+    crc = table[(crc ^ p[i]) & 0xffu] ^ (crc >> 8);
+  return ~crc;
+}
+
+inline void put_be32(std::vector<unsigned char> &out, std::uint32_t v) {
+  for (int s = 24; s >= 0; s -= 8)
+    out.push_back(static_cast<unsigned char>(v >> s));
+}
+
+/// Appends the PNG chunk `type` with `data`: length, type, data, CRC.
+inline void png_chunk(std::vector<unsigned char> &out, const char (&type)[5],
+                      const std::vector<unsigned char> &data) {
+  put_be32(out, std::uint32_t(data.size()));
+  const std::size_t start = out.size();
+  out.insert(out.end(), type, type + 4);
+  out.insert(out.end(), data.begin(), data.end());
+  put_be32(out, png_crc(out.data() + start, out.size() - start));
+}
+
+} // namespace detail
+
+/// The bytes of a PNG file of a grey 8-bit picture, `width` x `height`
+/// values row by row (top row first): every row with filter 0, the image
+/// data as a zlib stream of stored deflate blocks (RFC 1950, 1951).
+inline std::vector<unsigned char> encode_grey_png(const std::vector<unsigned char> &px,
+                                                  int width, int height) {
+  std::vector<unsigned char> raw;
+  raw.reserve(std::size_t(height) * (std::size_t(width) + 1));
+  for (int r = 0; r < height; ++r) {
+    raw.push_back(0); // filter: none
+    const auto row = px.begin() + std::ptrdiff_t(r) * width;
+    raw.insert(raw.end(), row, row + width);
+  }
+  std::vector<unsigned char> z = {0x78, 0x01}; // deflate, 32 KiB window
+  std::uint32_t a = 1, b = 0;                  // Adler-32
+  for (const unsigned char c : raw) {
+    a = (a + c) % 65521u;
+    b = (b + a) % 65521u;
+  }
+  std::size_t at = 0;
+  do {
+    const std::size_t n = std::min<std::size_t>(65535, raw.size() - at);
+    const bool last = at + n == raw.size();
+    z.push_back(last ? 1 : 0); // BFINAL, BTYPE 00: stored
+    z.push_back(static_cast<unsigned char>(n & 0xffu));
+    z.push_back(static_cast<unsigned char>(n >> 8));
+    z.push_back(static_cast<unsigned char>(~n & 0xffu));
+    z.push_back(static_cast<unsigned char>((~n >> 8) & 0xffu));
+    z.insert(z.end(), raw.begin() + std::ptrdiff_t(at),
+             raw.begin() + std::ptrdiff_t(at + n));
+    at += n;
+  } while (at < raw.size());
+  detail::put_be32(z, (b << 16) | a);
+  std::vector<unsigned char> out = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<unsigned char> ihdr;
+  detail::put_be32(ihdr, std::uint32_t(width));
+  detail::put_be32(ihdr, std::uint32_t(height));
+  ihdr.insert(ihdr.end(),
+              {8, 0, 0, 0, 0}); // 8 bits, grey, deflate, filter 0, no interlace
+  detail::png_chunk(out, "IHDR", ihdr);
+  detail::png_chunk(out, "IDAT", z);
+  detail::png_chunk(out, "IEND", {});
+  return out;
+}
 
 /// One grey picture: `width` x `height` values, row by row (top row
 /// first), shown as grey levels 0 .. `display_max` (values above saturate).
@@ -58,11 +137,10 @@ inline png_panel image_slice(const resproj::image_geometry &g,
 }
 
 /// Writes the panels as one grey PNG: each row of `rows` left to right,
-/// the rows top to bottom (unused area black). Returns false (and writes
-/// nothing) without stb.
+/// the rows top to bottom (unused area black). Returns false if there is
+/// nothing to draw or the file cannot be written.
 inline bool write_panels_png(const std::string &path,
                              const std::vector<std::vector<png_panel>> &rows) {
-#if defined(RESPROJ_EXAMPLES_HAVE_STB)
   int W = 0, H = 0;
   for (const auto &row : rows) {
     int w = 0, h = 0;
@@ -92,17 +170,18 @@ inline bool write_panels_png(const std::string &path,
     }
     y0 += h;
   }
-  return W > 0 && H > 0 && stbi_write_png(path.c_str(), W, H, 1, px.data(), W) != 0;
-#else
-  (void)path, (void)rows;
-  return false;
-#endif
+  if (W == 0 || H == 0)
+    return false;
+  const std::vector<unsigned char> png = encode_grey_png(px, W, H);
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char *>(png.data()), std::streamsize(png.size()));
+  return bool(f);
 }
 
 /// Writes a grey PNG of the transaxial slices through the voxel `k2` of
 /// axis 2 of each image in `images`, side by side (left to right), grey
 /// levels 0 .. `display_max` (<= 0: each image's own maximum). Returns
-/// false (and writes nothing) without stb.
+/// false if the file cannot be written.
 inline bool write_slices_png(const std::string &path, const resproj::image_geometry &g,
                              const std::vector<const std::vector<float> *> &images,
                              std::int64_t k2, float display_max = 0) {

@@ -191,7 +191,7 @@ inline void run_tb_demo(const tb_demo_settings &set,
                         " (top: coronal, phantom | reconstruction; below: transaxial at "
                         "z = 150 and 750 mm, phantom | reconstruction)")
                            .c_str()
-                     : " (no PNG: built without stb_image_write, install libstb-dev)");
+                     : " (the PNG could not be written)");
 }
 
 } // namespace resproj_examples
