@@ -212,6 +212,24 @@ def _check_call(op, geometry, lors):
 _x = _a.export_any
 
 
+def _op_args(op):
+    """The operation's arguments of the native projection calls: kind, TOF
+    parameters and its per-LOR arrays (exported, named for errors)."""
+    return (
+        op._kind,
+        op.tof,
+        _x(op.bins, "op.bins"),
+        _x(op.sigmas, "op.sigmas"),
+        _x(op.center_offsets, "op.center_offsets"),
+    )
+
+
+def _lor_args(lors):
+    """The LOR source's arguments of the native projection calls: its kind and
+    its two arrays (end points, or detector table and pairs)."""
+    return (lors._kind, _x(lors._a, "lors"), _x(lors._b, "lors"))
+
+
 def forward(op, geometry, image, lors, out=None, *, stream=None, sync=False):
     """Forward projection of `image` (array of `geometry.shape`) along `lors`.
 
@@ -244,14 +262,8 @@ def forward(op, geometry, image, lors, out=None, *, stream=None, sync=False):
     _resproj.forward(
         geometry,
         _a.export(image, k),
-        op._kind,
-        op.tof,
-        _x(op.bins, "op.bins"),
-        _x(op.sigmas, "op.sigmas"),
-        _x(op.center_offsets, "op.center_offsets"),
-        lors._kind,
-        _x(lors._a, "lors"),
-        _x(lors._b, "lors"),
+        *_op_args(op),
+        *_lor_args(lors),
         _x(lors.planes, "lors.planes"),
         lors._sino,
         _a.export(out, _a.kind_of(out, "out")),
@@ -296,14 +308,8 @@ def back(
     _resproj.back(
         geometry,
         _a.export(values, k),
-        op._kind,
-        op.tof,
-        _x(op.bins, "op.bins"),
-        _x(op.sigmas, "op.sigmas"),
-        _x(op.center_offsets, "op.center_offsets"),
-        lors._kind,
-        _x(lors._a, "lors"),
-        _x(lors._b, "lors"),
+        *_op_args(op),
+        *_lor_args(lors),
         _x(lors.planes, "lors.planes"),
         lors._sino,
         _a.export(out, _a.kind_of(out, "out")),

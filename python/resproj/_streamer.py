@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _arrays as _a
 from . import _resproj
-from ._core import DetectorPairs, Lors, _check_call
+from ._core import DetectorPairs, Lors, _check_call, _lor_args, _op_args
 
 __all__ = ["LorStreamer"]
 
@@ -91,14 +91,8 @@ class LorStreamer:
         self._impl.forward(
             geometry,
             _a.export(image, k),
-            op._kind,
-            op.tof,
-            _x(op.bins, "op.bins"),
-            _x(op.sigmas, "op.sigmas"),
-            _x(op.center_offsets, "op.center_offsets"),
-            lors._kind,
-            _x(lors._a, "lors"),
-            _x(lors._b, "lors"),
+            *_op_args(op),
+            *_lor_args(lors),
             _a.export(out, _a.kind_of(out, "out")),
             _stream(image, k, stream),
         )
@@ -112,14 +106,8 @@ class LorStreamer:
         self._impl.back(
             geometry,
             _x(values, "values"),
-            op._kind,
-            op.tof,
-            _x(op.bins, "op.bins"),
-            _x(op.sigmas, "op.sigmas"),
-            _x(op.center_offsets, "op.center_offsets"),
-            lors._kind,
-            _x(lors._a, "lors"),
-            _x(lors._b, "lors"),
+            *_op_args(op),
+            *_lor_args(lors),
             _a.export(out, k),
             _stream(out, k, stream),
             bool(overwrite),
