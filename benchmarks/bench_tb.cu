@@ -9,10 +9,11 @@
 //                                            library's one-time TOF-key reorder
 //                                            (declared sorted_events)
 //   gpu/tb-lm/reorder                        that reorder (key, sort, gather)
-//   gpu/tb-lm-tofsorted/{forward,back}/key:sS-aA-tT-xyX-zZ
+//   gpu/tb-lm-tofsorted/{forward,back}/key:sS-aA-tT-xyX-zZ[-ax]
 //                                            the same after a reorder whose key
 //                                            has S axial slab bits, A angle, T
-//                                            tilt, X xy and Z z bits (a sweep of
+//                                            tilt, X xy and Z z bits, and with
+//                                            "-ax" the principal-axis bit (a sweep of
 //                                            listmode_tof_key layouts; the plain
 //                                            rows use for_image's choice)
 //
@@ -62,7 +63,7 @@ namespace rb = resproj_bench;
 std::string key_name(const gpu::listmode_tof_key &k) {
   return "s" + std::to_string(k.slab_bits) + "-a" + std::to_string(k.angle_bits) + "-t" +
          std::to_string(k.tilt_bits) + "-xy" + std::to_string(k.xy_bits) + "-z" +
-         std::to_string(k.z_bits);
+         std::to_string(k.z_bits) + (k.axis_bits ? "-ax" : "");
 }
 
 /// The tb-lm events resident on the device, in acquisition order and (made
@@ -205,11 +206,13 @@ void register_all() {
           RegisterBenchmark(name.c_str(), bm_plain, sorted, back, std::nullopt));
     }
   rb::configure(RegisterBenchmark("gpu/tb-lm/reorder", bm_reorder));
-  // Key layouts: {slab, angle, tilt, xy, z} bits.
-  const int layouts[][5] = {{0, 5, 3, 9, 6}, {4, 5, 3, 9, 6}, {5, 5, 3, 9, 6},
-                            {6, 5, 3, 9, 6}, {5, 5, 3, 8, 8}, {6, 5, 3, 8, 8},
-                            {7, 5, 3, 8, 8}, {8, 5, 3, 8, 8}, {6, 4, 2, 9, 8},
-                            {7, 4, 2, 9, 8}, {6, 6, 3, 8, 7}};
+  // Key layouts: {slab, angle, tilt, xy, z, axis} bits.
+  const int layouts[][6] = {{0, 5, 3, 9, 6, 0}, {4, 5, 3, 9, 6, 0}, {5, 5, 3, 9, 6, 0},
+                            {6, 5, 3, 9, 6, 0}, {5, 5, 3, 8, 8, 0}, {6, 5, 3, 8, 8, 0},
+                            {7, 5, 3, 8, 8, 0}, {8, 5, 3, 8, 8, 0}, {6, 4, 2, 9, 8, 0},
+                            {7, 4, 2, 9, 8, 0}, {6, 6, 3, 8, 7, 0}, {6, 4, 1, 9, 8, 1},
+                            {6, 3, 2, 9, 8, 1}, {6, 4, 2, 9, 7, 1}, {6, 4, 2, 8, 8, 1},
+                            {5, 4, 1, 9, 8, 1}, {7, 4, 1, 9, 8, 1}};
   for (const auto &l : layouts)
     for (const bool back : {false, true}) {
       gpu::listmode_tof_key key;
@@ -218,6 +221,7 @@ void register_all() {
       key.tilt_bits = l[2];
       key.xy_bits = l[3];
       key.z_bits = l[4];
+      key.axis_bits = l[5];
       const std::string name = std::string("gpu/tb-lm-tofsorted") +
                                (back ? "/back" : "/forward") + "/key:" + key_name(key);
       rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, key));

@@ -30,6 +30,7 @@ TEST(ListmodeKeyLayout, NoSlabsForAnImageWithinTheBudget) {
   const auto k = gpu::listmode_tof_key::for_image(g);
   const gpu::listmode_tof_key plain;
   EXPECT_EQ(k.slab_bits, 0);
+  EXPECT_EQ(k.axis_bits, 0);
   EXPECT_EQ(k.angle_bits, plain.angle_bits);
   EXPECT_EQ(k.tilt_bits, plain.tilt_bits);
   EXPECT_EQ(k.xy_bits, plain.xy_bits);
@@ -40,12 +41,13 @@ TEST(ListmodeKeyLayout, NoSlabsForAnImageWithinTheBudget) {
 TEST(ListmodeKeyLayout, FewestSlabsThatFitTheBudget) {
   // tb's 240 x 240 x 682 image: 39.3 M voxels; 64 slabs of 0.6 M voxels
   // fit 1 Mi, 32 slabs of 1.2 M do not. The sliced layout: coarser
-  // direction, finer axial cells.
+  // direction with the principal-axis bit, finer axial cells.
   const auto g = rp::scanner::tb_image_geometry();
   auto k = gpu::listmode_tof_key::for_image(g);
   EXPECT_EQ(k.slab_bits, 6);
+  EXPECT_EQ(k.axis_bits, 1);
   EXPECT_EQ(k.angle_bits, 4);
-  EXPECT_EQ(k.tilt_bits, 2);
+  EXPECT_EQ(k.tilt_bits, 1);
   EXPECT_EQ(k.z_bits, 8);
   EXPECT_LE(slab_voxels(g, k), gpu::listmode_tof_key::max_slab_voxels);
   k.slab_bits -= 1;
@@ -91,6 +93,16 @@ TEST(ListmodeKeyLayout, ValidationNamesTheKey) {
   EXPECT_TRUE(rejects(k));
   k = gpu::listmode_tof_key{};
   k.tilt_cell_degrees = std::nanf("");
+  EXPECT_TRUE(rejects(k));
+  k = gpu::listmode_tof_key{};
+  k.axis_bits = 1; // 33 bits
+  EXPECT_EQ(k.bits(), 33);
+  EXPECT_TRUE(rejects(k));
+  k.tilt_bits = 2;
+  EXPECT_FALSE(rejects(k));
+  k.axis_bits = 2;
+  EXPECT_TRUE(rejects(k));
+  k.axis_bits = -1;
   EXPECT_TRUE(rejects(k));
 }
 

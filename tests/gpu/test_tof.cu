@@ -418,16 +418,22 @@ TYPED_TEST(GpuTof, ListModeEqualsSinogramAtTheSameBin) {
 
 /// Parameter: 0 for the LOR-only key; 1 for the TOF-aware key (bins and
 /// TOF parameters) in the layout for the image; 2 for the TOF-aware key
-/// with 3 axial slab bits.
+/// with 3 axial slab bits; 3 for that with the principal-axis bit too (and
+/// one tilt bit fewer).
 class GpuTofOrder : public GpuTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(GpuTofOrder, SortedListModeMapsBackToTheUnsortedResult) {
   using T = float;
   const bool tof_key = GetParam() > 0;
-  const int slab_bits = GetParam() == 2 ? 3 : 0;
+  const int slab_bits = GetParam() >= 2 ? 3 : 0;
+  const bool axis_bit = GetParam() == 3;
   host_case<T> h(cases[1], 30001, 7);
   gpu::listmode_tof_key slab_key = gpu::listmode_tof_key::for_image(h.g);
   slab_key.slab_bits = slab_bits;
+  if (axis_bit) {
+    slab_key.axis_bits = 1;
+    --slab_key.tilt_bits;
+  }
   gpu::stream s;
   device_case<T> d(h, s);
   const std::size_t n = h.n;
@@ -476,6 +482,27 @@ TEST_P(GpuTofOrder, SortedListModeMapsBackToTheUnsortedResult) {
   std::sort(sorted_p.begin(), sorted_p.end());
   for (std::size_t i = 0; i < n; ++i)
     ASSERT_EQ(sorted_p[i], std::uint32_t(i));
+  if (axis_bit) {
+    // Below the slab bits the principal axis comes first: within a slab
+    // the events along axis 2 form one run, so the order changes between
+    // the two kinds at most twice per slab.
+    std::size_t changes = 0;
+    const auto along_z = [&](std::uint32_t e) {
+      const float dx = std::fabs(float(h.ends[3 * e]) - float(h.starts[3 * e]));
+      const float dy = std::fabs(float(h.ends[3 * e + 1]) - float(h.starts[3 * e + 1]));
+      const float dz = std::fabs(float(h.ends[3 * e + 2]) - float(h.starts[3 * e + 2]));
+      return dz > std::max(dx, dy);
+    };
+    std::size_t along = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      along += along_z(p[i]) ? 1 : 0;
+      if (i > 0 && along_z(p[i]) != along_z(p[i - 1]))
+        ++changes;
+    }
+    ASSERT_GT(along, n / 20) << "the case needs LORs along both kinds of axis";
+    ASSERT_LT(along, n - n / 20);
+    EXPECT_LE(changes, std::size_t(2) << slab_bits);
+  }
 
   const rp::op::tof_listmode<T> slm(stof, sbins.cspan());
   gpu::forward(slm, d.image, slors, sout.span(), s, four);
@@ -594,9 +621,11 @@ TEST_P(GpuTofOrder, SortedListModeMapsBackToTheUnsortedResult) {
 }
 
 std::string order_key_name(const ::testing::TestParamInfo<int> &info) {
-  return info.param == 0 ? "LorKey" : info.param == 1 ? "TofKey" : "TofKeySlabs";
+  const char *names[] = {"LorKey", "TofKey", "TofKeySlabs", "TofKeySlabsAxis"};
+  return names[info.param];
 }
-INSTANTIATE_TEST_SUITE_P(Keys, GpuTofOrder, ::testing::Values(0, 1, 2), order_key_name);
+INSTANTIATE_TEST_SUITE_P(Keys, GpuTofOrder, ::testing::Values(0, 1, 2, 3),
+                         order_key_name);
 
 // The plain call runs the kernel `gpu::choose_kernel` names for the call:
 // list-mode events sorted by the TOF key and declared so, a full GPU of

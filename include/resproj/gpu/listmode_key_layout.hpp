@@ -43,10 +43,12 @@ struct listmode_order_box {
 /// 1. the axial slab: the top `slab_bits` of the axial cell of the centre
 ///    of the event's TOF bin on its LOR (axis 2 over [z_min, z_max] in
 ///    2^z_bits cells);
-/// 2. the transaxial direction angle (mod pi, in 2^angle_bits cells);
-/// 3. the axial tilt (2^tilt_bits cells of `tilt_cell_degrees` centred on
+/// 2. with `axis_bits` = 1, whether the LOR's principal axis is axis 2
+///    (its axial extent exceeds both transaxial ones);
+/// 3. the transaxial direction angle (mod pi, in 2^angle_bits cells);
+/// 4. the axial tilt (2^tilt_bits cells of `tilt_cell_degrees` centred on
 ///    0, clamped);
-/// 4. a Morton (Z-order) code of that centre: axes 0 and 1 over +-radius,
+/// 5. a Morton (Z-order) code of that centre: axes 0 and 1 over +-radius,
 ///    `xy_bits` each, and the axial cell's remaining `z_bits - slab_bits`
 ///    bits.
 ///
@@ -57,7 +59,9 @@ struct listmode_order_box {
 /// GPU's L2 cache, that section, not the whole image, is then the working
 /// set of the projections. The slab bits are the axial cell's own top bits
 /// moved up, so a layout with slabs holds the same information as one
-/// without. Only speed depends on the layout.
+/// without. The axis bit keeps the events of a warp on one principal axis:
+/// their planes are then planes of the same axis, and the lanes of a warp
+/// walk ranges that overlap. Only speed depends on the layout.
 struct listmode_tof_key {
   int angle_bits = 5;             ///< 5.6 degree cells
   int tilt_bits = 3;              ///< 8 tilt cells
@@ -65,9 +69,10 @@ struct listmode_tof_key {
   int xy_bits = 9;                ///< per transaxial axis
   int z_bits = 6;                 ///< axial; at most xy_bits
   int slab_bits = 0;              ///< of the z_bits, moved to the top; at most z_bits
+  int axis_bits = 0;              ///< 0 or 1: the principal-axis bit
 
   /// Key bits in all (at most 32).
-  int bits() const { return angle_bits + tilt_bits + 2 * xy_bits + z_bits; }
+  int bits() const { return axis_bits + angle_bits + tilt_bits + 2 * xy_bits + z_bits; }
 
   /// Largest image (in voxels) that `for_image` leaves without slabs:
   /// 4 Mi voxels, 16 MiB of floats, about a third of an H100's 50 MB L2
@@ -80,8 +85,8 @@ struct listmode_tof_key {
 
   /// The layout for events projected into `geometry`. An image of at most
   /// `max_unsliced_voxels` takes the defaults above. A larger one takes
-  /// slabs, with coarser direction cells (4 angle bits, 2 tilt bits) and
-  /// finer axial cells (8 z bits), and the fewest slab bits that keep a
+  /// slabs, the principal-axis bit, coarser direction cells (4 angle bits,
+  /// 1 tilt bit) and finer axial cells (8 z bits), and the fewest slab bits that keep a
   /// slab (2^z_bits / 2^slab_bits axial cells of the image's axial extent)
   /// within `max_slab_voxels`. So dmi's 215 x 215 x 71 (3.3 M voxels)
   /// keeps the defaults, and tb's 240 x 240 x 682 gets 6 slab bits (64
@@ -94,8 +99,9 @@ struct listmode_tof_key {
     const double voxels = double(n[0]) * double(n[1]) * double(n[2]);
     if (voxels <= max_unsliced_voxels)
       return k;
+    k.axis_bits = 1;
     k.angle_bits = 4;
-    k.tilt_bits = 2;
+    k.tilt_bits = 1;
     k.z_bits = 8;
     while (k.slab_bits < k.z_bits && voxels / double(1 << k.slab_bits) > max_slab_voxels)
       ++k.slab_bits;
@@ -114,16 +120,16 @@ inline void check_box(const listmode_order_box &box) {
 }
 
 /// @throws invalid_argument ("key") for negative bit counts, z_bits >
-///         xy_bits, slab_bits > z_bits, fewer than 1 or more than 32 bits in
-///         all, or a tilt cell that is not finite and > 0.
+///         xy_bits, slab_bits > z_bits, axis_bits other than 0 or 1, fewer than 1 or more
+///         than 32 bits in all, or a tilt cell that is not finite and > 0.
 inline void check_tof_key(const listmode_tof_key &key) {
   if (key.angle_bits < 0 || key.tilt_bits < 0 || key.xy_bits < 0 || key.z_bits < 0 ||
       key.slab_bits < 0 || key.slab_bits > key.z_bits || key.z_bits > key.xy_bits ||
-      key.bits() > 32 || key.bits() < 1 || !(key.tilt_cell_degrees > 0.f) ||
-      !std::isfinite(key.tilt_cell_degrees))
+      (key.axis_bits != 0 && key.axis_bits != 1) || key.bits() > 32 || key.bits() < 1 ||
+      !(key.tilt_cell_degrees > 0.f) || !std::isfinite(key.tilt_cell_degrees))
     resproj::detail::throw_invalid(
         "key", "needs bit counts >= 0, slab_bits <= z_bits <= "
-               "xy_bits, 1 to 32 bits in all, a finite tilt cell > 0");
+               "xy_bits, axis_bits 0 or 1, 1 to 32 bits in all, a finite tilt cell > 0");
 }
 
 } // namespace detail

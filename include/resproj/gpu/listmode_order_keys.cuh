@@ -32,6 +32,7 @@ inline constexpr int order_z_bits = 9;
 inline constexpr int order_key_bits =
     order_angle_bits + order_tilt_bits + order_radial_bits + order_z_bits;
 static_assert(order_key_bits <= 32, "order key must fit 32 bits");
+inline constexpr float order_pi = 3.14159265358979f;
 
 /// Quantises x in [0, 1] to `bits` bits (clamped; NaN -> 0).
 __device__ inline std::uint32_t quantise(float x, int bits) {
@@ -44,6 +45,39 @@ __device__ inline std::uint32_t quantise(float x, int bits) {
   return std::uint32_t(q);
 }
 
+/// End points of LOR i as floats.
+template <class T>
+__device__ void load_float_end_points(const T *__restrict__ starts,
+                                      const T *__restrict__ ends, std::size_t i,
+                                      float a[3], float b[3]) {
+  for (int d = 0; d < 3; ++d) {
+    a[d] = float(starts[3 * i + std::size_t(d)]);
+    b[d] = float(ends[3 * i + std::size_t(d)]);
+  }
+}
+
+/// A LOR's direction `e` modulo pi: `d` is e or -e, whichever has d_y > 0
+/// (or d_y = 0 and d_x >= 0); `phi` its transaxial angle in [0, pi),
+/// `tilt` its axial angle in [-pi/2, pi/2], `dxy` its transaxial length.
+struct direction_mod_pi {
+  float dx, dy, dz, dxy, phi, tilt;
+};
+
+__device__ inline direction_mod_pi direction_of(float ex, float ey, float ez) {
+  direction_mod_pi d{ex, ey, ez, 0.f, 0.f, 0.f};
+  if (d.dy < 0.f || (d.dy == 0.f && d.dx < 0.f)) {
+    d.dx = -d.dx;
+    d.dy = -d.dy;
+    d.dz = -d.dz;
+  }
+  d.phi = atan2f(d.dy, d.dx); // [0, pi]
+  if (d.phi >= order_pi)
+    d.phi = 0.f;
+  d.dxy = sqrtf(d.dx * d.dx + d.dy * d.dy);
+  d.tilt = atan2f(d.dz, d.dxy);
+  return d;
+}
+
 template <class T>
 RESPROJ_KERNEL void __launch_bounds__(256)
     listmode_key_kernel(const T *__restrict__ starts, const T *__restrict__ ends,
@@ -53,27 +87,14 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count)
     return;
-  const float ax = float(starts[3 * i]), ay = float(starts[3 * i + 1]),
-              az = float(starts[3 * i + 2]);
-  const float bx = float(ends[3 * i]), by = float(ends[3 * i + 1]),
-              bz = float(ends[3 * i + 2]);
-  float dx = bx - ax, dy = by - ay, dz = bz - az;
-  // Direction modulo pi: angle in [0, pi).
-  if (dy < 0.f || (dy == 0.f && dx < 0.f)) {
-    dx = -dx;
-    dy = -dy;
-    dz = -dz;
-  }
-  const float pi = 3.14159265358979f;
-  float phi = atan2f(dy, dx); // [0, pi]
-  if (phi >= pi)
-    phi = 0.f;
-  const float dxy = sqrtf(dx * dx + dy * dy);
-  const float tilt = atan2f(dz, dxy); // [-pi/2, pi/2]
-  const float mx = 0.5f * (ax + bx), my = 0.5f * (ay + by), mz = 0.5f * (az + bz);
-  const float radial = dxy > 0.f ? (mx * dy - my * dx) / dxy : 0.f;
-  const std::uint32_t ka = quantise(phi / pi, order_angle_bits);
-  const std::uint32_t kt = quantise(tilt / pi + 0.5f, order_tilt_bits);
+  float a[3], b[3];
+  load_float_end_points(starts, ends, i, a, b);
+  const direction_mod_pi d = direction_of(b[0] - a[0], b[1] - a[1], b[2] - a[2]);
+  const float mx = 0.5f * (a[0] + b[0]), my = 0.5f * (a[1] + b[1]),
+              mz = 0.5f * (a[2] + b[2]);
+  const float radial = d.dxy > 0.f ? (mx * d.dy - my * d.dx) / d.dxy : 0.f;
+  const std::uint32_t ka = quantise(d.phi / order_pi, order_angle_bits);
+  const std::uint32_t kt = quantise(d.tilt / order_pi + 0.5f, order_tilt_bits);
   const std::uint32_t kr = quantise(0.5f + 0.5f * radial / box.radius, order_radial_bits);
   const std::uint32_t kz =
       quantise((mz - box.z_min) / (box.z_max - box.z_min), order_z_bits);
@@ -106,11 +127,9 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count)
     return;
-  const float ax = float(starts[3 * i]), ay = float(starts[3 * i + 1]),
-              az = float(starts[3 * i + 2]);
-  const float bx = float(ends[3 * i]), by = float(ends[3 * i + 1]),
-              bz = float(ends[3 * i + 2]);
-  const float ex = bx - ax, ey = by - ay, ez = bz - az;
+  float a[3], b[3];
+  load_float_end_points(starts, ends, i, a, b);
+  const float ex = b[0] - a[0], ey = b[1] - a[1], ez = b[2] - a[2];
   const float length = sqrtf(ex * ex + ey * ey + ez * ez);
   // Centre of the event's bin (clamped to the bins) on the LOR: position
   // s = (j - (N - 1)/2) w + delta from the midpoint, towards the end point.
@@ -119,23 +138,12 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const float sc = (float(j) - 0.5f * float(tof.num_bins - 1)) * float(tof.bin_width) +
                    float(tof.center_offset_of(i));
   const float tc = length > 0.f ? 0.5f + sc / length : 0.5f;
-  const float cx = ax + tc * ex, cy = ay + tc * ey, cz = az + tc * ez;
-  // Direction modulo pi.
-  float dx = ex, dy = ey, dz = ez;
-  if (dy < 0.f || (dy == 0.f && dx < 0.f)) {
-    dx = -dx;
-    dy = -dy;
-    dz = -dz;
-  }
-  const float pi = 3.14159265358979f;
-  float phi = atan2f(dy, dx); // [0, pi]
-  if (phi >= pi)
-    phi = 0.f;
-  const float tilt = atan2f(dz, sqrtf(dx * dx + dy * dy)); // [-pi/2, pi/2]
-  const std::uint32_t ka = cell_of(phi / pi, k.angle_bits);
+  const float cx = a[0] + tc * ex, cy = a[1] + tc * ey, cz = a[2] + tc * ez;
+  const direction_mod_pi d = direction_of(ex, ey, ez);
+  const std::uint32_t ka = cell_of(d.phi / order_pi, k.angle_bits);
   const int half_tilt_cells = k.tilt_bits > 0 ? 1 << (k.tilt_bits - 1) : 0;
-  const float tilt_cell = k.tilt_cell_degrees * pi / 180.f;
-  float kt = floorf(tilt / tilt_cell + 0.5f) + float(half_tilt_cells);
+  const float tilt_cell = k.tilt_cell_degrees * order_pi / 180.f;
+  float kt = floorf(d.tilt / tilt_cell + 0.5f) + float(half_tilt_cells);
   const float kt_max = float(k.tilt_bits > 0 ? 2 * half_tilt_cells - 1 : 0);
   if (!(kt > 0.f)) // also NaN
     kt = 0.f;
@@ -144,10 +152,12 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   const std::uint32_t qx = cell_of(0.5f + 0.5f * cx / box.radius, k.xy_bits);
   const std::uint32_t qy = cell_of(0.5f + 0.5f * cy / box.radius, k.xy_bits);
   const std::uint32_t qz = cell_of((cz - box.z_min) / (box.z_max - box.z_min), k.z_bits);
-  // Slab (the axial cell's top bits), direction, then the Morton code of
+  // Slab (the axial cell's top bits), principal axis, direction, then the Morton code of
   // the cell's remaining bits.
   const int morton_z_bits = k.z_bits - k.slab_bits;
   std::uint32_t key = qz >> morton_z_bits;
+  if (k.axis_bits != 0)
+    key = (key << 1) | (fabsf(ez) > fmaxf(fabsf(ex), fabsf(ey)) ? 1u : 0u);
   key = (key << k.angle_bits) | ka;
   key = (key << k.tilt_bits) | std::uint32_t(kt);
   for (int level = k.xy_bits - 1; level >= 0; --level) {
