@@ -488,10 +488,10 @@ TEST_P(GpuTofOrder, SortedListModeMapsBackToTheUnsortedResult) {
     // the two kinds at most twice per slab.
     std::size_t changes = 0;
     const auto along_z = [&](std::uint32_t e) {
-      const float dx = std::fabs(float(h.ends[3 * e]) - float(h.starts[3 * e]));
-      const float dy = std::fabs(float(h.ends[3 * e + 1]) - float(h.starts[3 * e + 1]));
-      const float dz = std::fabs(float(h.ends[3 * e + 2]) - float(h.starts[3 * e + 2]));
-      return dz > std::max(dx, dy);
+      float d[3];
+      for (std::size_t k = 0; k < 3; ++k)
+        d[k] = float(h.ends[3 * e + k]) - float(h.starts[3 * e + k]);
+      return rp::math::principal_axis(d) == 2;
     };
     std::size_t along = 0;
     for (std::size_t i = 0; i < n; ++i) {

@@ -43,8 +43,8 @@ struct listmode_order_box {
 /// 1. the axial slab: the top `slab_bits` of the axial cell of the centre
 ///    of the event's TOF bin on its LOR (axis 2 over [z_min, z_max] in
 ///    2^z_bits cells);
-/// 2. with `axis_bits` = 1, whether the LOR's principal axis is axis 2
-///    (its axial extent exceeds both transaxial ones);
+/// 2. with `axis_bits` = 1, whether the LOR's principal axis
+///    (`math::principal_axis`, the projectors' choice) is axis 2;
 /// 3. the transaxial direction angle (mod pi, in 2^angle_bits cells);
 /// 4. the axial tilt (2^tilt_bits cells of `tilt_cell_degrees` centred on
 ///    0, clamped);

@@ -13,6 +13,7 @@
 #include "resproj/core/config.hpp"
 #include "resproj/core/tof.hpp"
 #include "resproj/gpu/listmode_key_layout.hpp"
+#include "resproj/math/joseph.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
 namespace gpu {
@@ -156,8 +157,10 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   // the cell's remaining bits.
   const int morton_z_bits = k.z_bits - k.slab_bits;
   std::uint32_t key = qz >> morton_z_bits;
-  if (k.axis_bits != 0)
-    key = (key << 1) | (fabsf(ez) > fmaxf(fabsf(ex), fabsf(ey)) ? 1u : 0u);
+  if (k.axis_bits != 0) {
+    const float e[3] = {ex, ey, ez};
+    key = (key << 1) | (math::principal_axis(e) == 2 ? 1u : 0u);
+  }
   key = (key << k.angle_bits) | ka;
   key = (key << k.tilt_bits) | std::uint32_t(kt);
   for (int level = k.xy_bits - 1; level >= 0; --level) {
