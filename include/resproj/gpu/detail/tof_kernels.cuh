@@ -272,11 +272,11 @@ RESPROJ_KERNEL void __launch_bounds__(256)
       if (in1)
         math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p + 1, add);
     }
-    return;
+  } else {
+    for (int p = first; p <= last; ++p)
+      if (p >= e.lo && p <= e.hi)
+        math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p, add);
   }
-  for (int p = first; p <= last; ++p)
-    if (p >= e.lo && p <= e.hi)
-      math::scatter_tof_lm_plane<I>(image, e.ray, e.tl, e.bin, v, p, add);
 }
 
 } // namespace detail
