@@ -9,6 +9,8 @@
 //                                            library's one-time TOF-key reorder
 //                                            (declared sorted_events)
 //   gpu/tb-lm/reorder                        that reorder (key, sort, gather)
+//   gpu/tb-lm/{forward,back}/tpl:N           acquisition order with N threads per
+//                                            event (gpu::tuning::threads_per_lor)
 //   gpu/tb-lm-tofsorted/{forward,back}/key:sS-aA-tT-xyX-zZ[-ax]
 //                                            the same after a reorder whose key
 //                                            has S axial slab bits, A angle, T
@@ -51,6 +53,7 @@
 #include "resproj/gpu/listmode_order.cuh"
 #include "resproj/gpu/projector.cuh"
 #include "resproj/gpu/stream.cuh"
+#include "resproj/gpu/tuning.hpp"
 #include "resproj/scanner/tb.hpp"
 
 namespace {
@@ -163,9 +166,9 @@ void set_counters(benchmark::State &state, std::size_t items) {
 }
 
 /// `key` (sorted rows only): the key layout of the reorder; none for the
-/// library's choice.
+/// library's choice. `lanes`: threads per event (0: the library's choice).
 void bm_plain(benchmark::State &state, bool sorted, bool back,
-              std::optional<gpu::listmode_tof_key> key) {
+              std::optional<gpu::listmode_tof_key> key, int lanes) {
   rb::guarded(state, [&] {
     tb_problem &p = tb();
     const rp::lor_view<const float> lors =
@@ -173,15 +176,17 @@ void bm_plain(benchmark::State &state, bool sorted, bool back,
     const rp::span<const std::int16_t> bins =
         sorted ? p.sorted_bins.cspan() : p.bins.cspan();
     const rp::op::tof_listmode op(p.tof, bins);
+    gpu::tuning opt;
+    opt.threads_per_lor = lanes;
     if (back) {
       const auto image = p.back_image.view();
       rb::time_on_stream(
           state, p.s, [&] { p.back_image.zero(p.s); },
-          [&] { gpu::back(op, image, lors, p.ones.cspan(), p.s); });
+          [&] { gpu::back(op, image, lors, p.ones.cspan(), p.s, opt); });
     } else {
       const auto image = p.image.cview();
       rb::time_on_stream(state, p.s,
-                         [&] { gpu::forward(op, image, lors, p.out.span(), p.s); });
+                         [&] { gpu::forward(op, image, lors, p.out.span(), p.s, opt); });
     }
     set_counters(state, p.count);
   });
@@ -203,9 +208,17 @@ void register_all() {
       const std::string name = std::string(sorted ? "gpu/tb-lm-tofsorted" : "gpu/tb-lm") +
                                (back ? "/back" : "/forward") + "/plain";
       rb::configure(
-          RegisterBenchmark(name.c_str(), bm_plain, sorted, back, std::nullopt));
+          RegisterBenchmark(name.c_str(), bm_plain, sorted, back, std::nullopt, 0));
     }
   rb::configure(RegisterBenchmark("gpu/tb-lm/reorder", bm_reorder));
+  // Lanes per event in acquisition order (the plain rows take the library's choice).
+  for (const bool back : {false, true})
+    for (const int lanes : {1, 2, 4, 8})
+      rb::configure(
+          RegisterBenchmark((std::string("gpu/tb-lm") + (back ? "/back" : "/forward") +
+                             "/tpl:" + std::to_string(lanes))
+                                .c_str(),
+                            bm_plain, false, back, std::nullopt, lanes));
   // Key layouts: {slab, angle, tilt, xy, z, axis} bits.
   const int layouts[][6] = {{0, 5, 3, 9, 6, 0}, {4, 5, 3, 9, 6, 0}, {5, 5, 3, 9, 6, 0},
                             {6, 5, 3, 9, 6, 0}, {5, 5, 3, 8, 8, 0}, {6, 5, 3, 8, 8, 0},
@@ -224,7 +237,7 @@ void register_all() {
       key.axis_bits = l[5];
       const std::string name = std::string("gpu/tb-lm-tofsorted") +
                                (back ? "/back" : "/forward") + "/key:" + key_name(key);
-      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, key));
+      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, key, 0));
     }
 }
 
