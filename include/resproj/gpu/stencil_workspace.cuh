@@ -13,11 +13,13 @@
 /// any number of calls, on one stream at a time.
 ///
 /// When it pays: large calls of list-mode events sorted by
-/// `listmode_order`'s TOF key, with lock-step. It loses in random order (the
-/// working set misses L2), for the sinogram back projection and for
-/// OSEM-sized subsets (too sparse a touch per call), since the reduction
-/// costs a pass over the workspace per call. The measurements are in
-/// docs/kernel-choices.md.
+/// `listmode_order`'s TOF key, with lock-step, on an image that stays in
+/// the L2. It loses in random order (the working set misses L2), for the
+/// sinogram back projection and for OSEM-sized subsets (too sparse a touch
+/// per call), since the reduction costs a pass over the workspace per call,
+/// and on images several times the L2 (such as tb's), where the lanes of a
+/// sorted warp no longer share the sectors they update. The measurements
+/// are in docs/kernel-choices.md.
 #pragma once
 
 #include <cstddef>

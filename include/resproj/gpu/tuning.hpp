@@ -45,8 +45,9 @@ struct tuning {
   /// back projection of one operation, so that they stay exact transposes.
   bool exact_erfc = false;
   /// TOF back projections: accumulate through this caller-owned stencil
-  /// workspace (faster for large calls of sorted events; see
-  /// gpu/stencil_workspace.cuh). One call at a time per workspace.
+  /// workspace (faster for large calls of sorted events on an image that
+  /// stays in the L2; see gpu/stencil_workspace.cuh). One call at a time
+  /// per workspace.
   stencil_workspace_ref stencil{};
 };
 
