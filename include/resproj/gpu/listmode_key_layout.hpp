@@ -86,13 +86,13 @@ struct listmode_tof_key {
   /// The layout for events projected into `geometry`. An image of at most
   /// `max_unsliced_voxels` takes the defaults above. A larger one takes
   /// slabs, the principal-axis bit, coarser direction cells (4 angle bits,
-  /// 1 tilt bit) and finer axial cells (8 z bits), and the fewest slab bits that keep a
-  /// slab (2^z_bits / 2^slab_bits axial cells of the image's axial extent)
-  /// within `max_slab_voxels`. So dmi's 215 x 215 x 71 (3.3 M voxels)
-  /// keeps the defaults, and tb's 240 x 240 x 682 gets 6 slab bits (64
-  /// slabs of 10.7 planes, 0.6 M voxels each). The thresholds and layouts
-  /// are measured in docs/kernel-choices.md ("Axial slabs in the TOF
-  /// order").
+  /// 1 tilt bit) and finer axial cells (8 z bits), and the fewest slab bits
+  /// that keep a slab (2^z_bits / 2^slab_bits axial cells of the image's
+  /// axial extent) within `max_slab_voxels`. So dmi's 215 x 215 x 71
+  /// (3.3 M voxels) keeps the defaults, and tb's 240 x 240 x 682 gets 6 slab
+  /// bits (64 slabs of 10.7 planes, 0.6 M voxels each). The thresholds and
+  /// layouts are measured in docs/kernel-choices.md ("Axial slabs in the
+  /// TOF order", "The principal-axis bit").
   static listmode_tof_key for_image(const image_geometry &geometry) {
     listmode_tof_key k;
     const auto &n = geometry.shape();
@@ -120,8 +120,9 @@ inline void check_box(const listmode_order_box &box) {
 }
 
 /// @throws invalid_argument ("key") for negative bit counts, z_bits >
-///         xy_bits, slab_bits > z_bits, axis_bits other than 0 or 1, fewer than 1 or more
-///         than 32 bits in all, or a tilt cell that is not finite and > 0.
+///         xy_bits, slab_bits > z_bits, axis_bits other than 0 or 1, fewer
+///         than 1 or more than 32 bits in all, or a tilt cell that is not
+///         finite and > 0.
 inline void check_tof_key(const listmode_tof_key &key) {
   if (key.angle_bits < 0 || key.tilt_bits < 0 || key.xy_bits < 0 || key.z_bits < 0 ||
       key.slab_bits < 0 || key.slab_bits > key.z_bits || key.z_bits > key.xy_bits ||
