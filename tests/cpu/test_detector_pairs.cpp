@@ -238,4 +238,109 @@ TEST(SinogramSource, SameValuesAsEndPoints) {
       rp::invalid_argument);
 }
 
+// A sinogram source whose sizes no span-1 sinogram has, whose tables are
+// missing, or whose view list or plane table holds an entry outside the
+// sinogram is rejected by name before anything is written, forward and
+// back; the CPU reads the tables (host memory) before projecting.
+TEST(SinogramSource, RejectsBadTablesBeforeWriting) {
+  namespace rs = resproj::scanner;
+  using source = rs::sinogram_source<float>;
+  const auto scanner = rs::small_test_scanner();
+  const auto layout = rs::span1_sinogram(scanner, 3);
+  const auto planes = layout.plane_table();
+  const auto detectors = scanner.detector_centres();
+  const std::vector<std::int32_t> views = {0, 5, 9};
+  const source good = rs::make_sinogram_source<float>(
+      detectors.data(), detectors.size() / 3, layout.geometry(planes.data()),
+      views.data(), int(views.size()), 1, 4);
+  const std::size_t n = good.count;
+
+  const auto g = rp::image_geometry::centred({30, 30, 12}, {3.0, 3.0, 2.0});
+  std::vector<float> image(std::size_t(g.num_voxels()), 1.f);
+  const std::vector<float> out_before(n, -3.f), image_before(image.size(), -3.f);
+  const std::vector<float> values(n, 1.f);
+  auto expect_rejected = [&](const source &bad, const std::string &argument,
+                             const std::string &detail) {
+    SCOPED_TRACE(argument + " " + detail);
+    std::vector<float> out = out_before, img = image_before;
+    auto call = [&](bool back) {
+      try {
+        if (back)
+          rp::cpu::back(rp::op::non_tof{}, rp::image_view<float>(img.data(), g), bad,
+                        rp::span<const float>(values.data(), n));
+        else
+          rp::cpu::forward(rp::op::non_tof{},
+                           rp::image_view<const float>(image.data(), g), bad,
+                           rp::span<float>(out.data(), n));
+        ADD_FAILURE() << "no exception";
+      } catch (const rp::invalid_argument &e) {
+        EXPECT_EQ(e.argument(), argument) << e.what();
+        EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
+      }
+    };
+    call(false);
+    call(true);
+    EXPECT_EQ(out, out_before);
+    EXPECT_EQ(img, image_before);
+  };
+
+  // Sizes of no span-1 sinogram.
+  auto odd = good;
+  odd.geometry.crystals_per_ring += 1;
+  expect_rejected(odd, "lors.geometry", "not a span-1 sinogram");
+  auto no_rings = good;
+  no_rings.geometry.num_rings = 0;
+  expect_rejected(no_rings, "lors.geometry", "0 rings");
+  auto views_count = good;
+  views_count.geometry.num_views += 1;
+  expect_rejected(views_count, "lors.geometry", "views");
+  auto wide = good;
+  wide.geometry.num_radial += 1; // one bin more than a ring has
+  expect_rejected(wide, "lors.geometry", "radial bins");
+  auto trim = good;
+  trim.geometry.radial_trim = -1;
+  expect_rejected(trim, "lors.geometry", "radial trim -1");
+  // Missing tables, planes outside the sinogram.
+  auto no_detectors = good;
+  no_detectors.detectors = nullptr;
+  expect_rejected(no_detectors, "lors.detectors", "missing");
+  auto few_detectors = good;
+  few_detectors.num_detectors -= 1;
+  expect_rejected(few_detectors, "lors.detectors", "smaller than the scanner");
+  auto no_views = good;
+  no_views.views = nullptr;
+  expect_rejected(no_views, "lors.views", "no views");
+  auto no_planes = good;
+  no_planes.geometry.plane_rings = nullptr;
+  expect_rejected(no_planes, "lors.geometry", "no plane table");
+  auto beyond = good;
+  beyond.first_plane = layout.num_planes() - 3;
+  expect_rejected(beyond, "lors.num_planes", "outside the sinogram");
+  // Entries of the tables outside the sinogram.
+  for (const std::int32_t v : {-1, layout.num_views}) {
+    std::vector<std::int32_t> bad_views = views;
+    bad_views[2] = v;
+    auto bad = good;
+    bad.views = bad_views.data();
+    expect_rejected(bad, "lors.views", "entry 2: view " + std::to_string(v));
+  }
+  for (const std::int32_t r : {-1, scanner.num_rings()}) {
+    std::vector<std::int32_t> bad_planes = planes;
+    bad_planes[2 * 3 + 1] = r; // end ring of plane 3, one of the source's
+    auto bad = good;
+    bad.geometry.plane_rings = bad_planes.data();
+    expect_rejected(bad, "lors.geometry.plane_rings",
+                    "plane 3: ring " + std::to_string(r));
+  }
+  // A bad entry of a plane the source does not cover is not read.
+  std::vector<std::int32_t> other_planes = planes;
+  other_planes[2 * 7] = -1;
+  auto fine = good;
+  fine.geometry.plane_rings = other_planes.data();
+  std::vector<float> out(n);
+  EXPECT_NO_THROW(rp::cpu::forward(rp::op::non_tof{},
+                                   rp::image_view<const float>(image.data(), g), fine,
+                                   rp::span<float>(out.data(), n)));
+}
+
 } // namespace

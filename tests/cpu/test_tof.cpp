@@ -350,6 +350,15 @@ TYPED_TEST(CpuTof, BadArgumentsThrow) {
       [&](resproj::tof_params<T> &t) { t.sigmas = rt::cspan_of(short_array); });
   add("tof.center_offsets",
       [&](resproj::tof_params<T> &t) { t.center_offsets = rt::cspan_of(short_array); });
+  const T inf = std::numeric_limits<T>::infinity();
+  add("tof.sigma", [&](resproj::tof_params<T> &t) { t.sigma = nan; });
+  add("tof.center_offset", [&](resproj::tof_params<T> &t) { t.center_offset = nan; });
+  add("tof.center_offset", [&](resproj::tof_params<T> &t) { t.center_offset = -inf; });
+  add("tof.sigmas",
+      [&](resproj::tof_params<T> &t) { t.sigmas = resproj::span<const T>(nullptr, n); });
+  add("tof.center_offsets", [&](resproj::tof_params<T> &t) {
+    t.center_offsets = resproj::span<const T>(nullptr, n);
+  });
 
   const std::vector<std::int16_t> bins(n, 3), short_bins(n - 1, 3);
   const std::vector<T> values(n * 7, T(1));

@@ -64,13 +64,28 @@ template <class T> struct sinogram_source {
 
   // LOR-source interface (see lor_view).
   sinogram_source normalized() const noexcept { return *this; }
-  /// @throws invalid_argument naming "<name>.detectors", ".views",
-  ///         ".geometry", ".count" for missing tables or a count beyond the
-  ///         subset.
+  /// Checks what is visible without reading the tables (any memory).
+  /// @throws invalid_argument naming "<name>.geometry" for sizes that no
+  ///         span-1 sinogram has (crystals per ring not even and > 0, no
+  ///         rings, views not half the crystals, radial bins beyond the
+  ///         ring), "<name>.detectors", ".views", ".geometry", ".num_planes",
+  ///         ".count" for missing tables, planes outside the sinogram or a
+  ///         count beyond the subset.
   void check(const char *name) const {
     if (count == 0)
       return;
     const std::string n(name);
+    const sinogram_geometry &g = geometry;
+    if (g.crystals_per_ring <= 0 || g.crystals_per_ring % 2 != 0 || g.num_rings <= 0 ||
+        g.num_views != g.crystals_per_ring / 2 || g.radial_trim < 0 ||
+        std::int64_t(g.num_radial) + 2 * std::int64_t(g.radial_trim) >
+            std::int64_t(g.crystals_per_ring) + 1)
+      resproj::detail::throw_invalid(
+          n + ".geometry",
+          "not a span-1 sinogram: " + std::to_string(g.crystals_per_ring) +
+              " crystals per ring, " + std::to_string(g.num_rings) + " rings, " +
+              std::to_string(g.num_views) + " views, " + std::to_string(g.num_radial) +
+              " radial bins, radial trim " + std::to_string(g.radial_trim));
     if (detectors == nullptr ||
         num_detectors <
             std::size_t(geometry.num_rings) * std::size_t(geometry.crystals_per_ring))
@@ -89,6 +104,31 @@ template <class T> struct sinogram_source {
       resproj::detail::throw_invalid(n + ".count", std::to_string(first + count) +
                                                        " LORs beyond the subset's " +
                                                        std::to_string(total));
+  }
+  /// Checks every view of the list and the ring pair of every plane of
+  /// the source against the sinogram (reads the tables: host memory only;
+  /// after `check`). The CPU backend calls it before projecting; GPU
+  /// kernels read the tables unchecked.
+  /// @throws invalid_argument naming "<name>.views" or
+  ///         "<name>.geometry.plane_rings" and the first bad entry.
+  void check_indices(const char *name) const {
+    if (count == 0)
+      return;
+    for (int i = 0; i < num_views; ++i)
+      if (views[i] < 0 || views[i] >= geometry.num_views)
+        resproj::detail::throw_invalid(std::string(name) + ".views",
+                                       "entry " + std::to_string(i) + ": view " +
+                                           std::to_string(views[i]) + " is outside [0, " +
+                                           std::to_string(geometry.num_views) + ")");
+    for (int p = first_plane; p < first_plane + num_planes; ++p)
+      for (int e = 0; e < 2; ++e) {
+        const std::int32_t r = geometry.plane_rings[2 * std::size_t(p) + std::size_t(e)];
+        if (r < 0 || r >= geometry.num_rings)
+          resproj::detail::throw_invalid(std::string(name) + ".geometry.plane_rings",
+                                         "plane " + std::to_string(p) + ": ring " +
+                                             std::to_string(r) + " is outside [0, " +
+                                             std::to_string(geometry.num_rings) + ")");
+      }
   }
   template <class F> void for_each_region(F &&f) const {
     f(static_cast<const void *>(detectors), "lors.detectors");
