@@ -11,6 +11,9 @@
 //   gpu/tb-lm/reorder                        that reorder (key, sort, gather)
 //   gpu/tb-lm/{forward,back}/tpl:N           acquisition order with N threads per
 //                                            event (gpu::tuning::threads_per_lor)
+//   gpu/tb-lm/{forward,back}/slabs:N         acquisition order in N passes over
+//                                            slabs of the image
+//                                            (gpu::tuning::slabs)
 //   gpu/tb-lm-tofsorted/{forward,back}/key:sS-aA-tT-xyX-zZ[-ax]
 //                                            the same after a reorder whose key
 //                                            has S axial slab bits, A angle, T
@@ -166,9 +169,10 @@ void set_counters(benchmark::State &state, std::size_t items) {
 }
 
 /// `key` (sorted rows only): the key layout of the reorder; none for the
-/// library's choice. `lanes`: threads per event (0: the library's choice).
+/// library's choice. `lanes`: threads per event, `slabs`: passes over
+/// slabs of the image (0: the library's choice).
 void bm_plain(benchmark::State &state, bool sorted, bool back,
-              std::optional<gpu::listmode_tof_key> key, int lanes) {
+              std::optional<gpu::listmode_tof_key> key, int lanes, int slabs) {
   rb::guarded(state, [&] {
     tb_problem &p = tb();
     const rp::lor_view<const float> lors =
@@ -178,6 +182,7 @@ void bm_plain(benchmark::State &state, bool sorted, bool back,
     const rp::op::tof_listmode op(p.tof, bins);
     gpu::tuning opt;
     opt.threads_per_lor = lanes;
+    opt.slabs = slabs;
     if (back) {
       const auto image = p.back_image.view();
       rb::time_on_stream(
@@ -208,7 +213,7 @@ void register_all() {
       const std::string name = std::string(sorted ? "gpu/tb-lm-tofsorted" : "gpu/tb-lm") +
                                (back ? "/back" : "/forward") + "/plain";
       rb::configure(
-          RegisterBenchmark(name.c_str(), bm_plain, sorted, back, std::nullopt, 0));
+          RegisterBenchmark(name.c_str(), bm_plain, sorted, back, std::nullopt, 0, 0));
     }
   rb::configure(RegisterBenchmark("gpu/tb-lm/reorder", bm_reorder));
   // Lanes per event in acquisition order (the plain rows take the library's choice).
@@ -218,7 +223,15 @@ void register_all() {
           RegisterBenchmark((std::string("gpu/tb-lm") + (back ? "/back" : "/forward") +
                              "/tpl:" + std::to_string(lanes))
                                 .c_str(),
-                            bm_plain, false, back, std::nullopt, lanes));
+                            bm_plain, false, back, std::nullopt, lanes, 0));
+  // Passes over slabs of the image in acquisition order.
+  for (const bool back : {false, true})
+    for (const int slabs : {2, 4, 8, 16})
+      rb::configure(
+          RegisterBenchmark((std::string("gpu/tb-lm") + (back ? "/back" : "/forward") +
+                             "/slabs:" + std::to_string(slabs))
+                                .c_str(),
+                            bm_plain, false, back, std::nullopt, 0, slabs));
   // Key layouts: {slab, angle, tilt, xy, z, axis} bits.
   const int layouts[][6] = {{0, 5, 3, 9, 6, 0}, {4, 5, 3, 9, 6, 0}, {5, 5, 3, 9, 6, 0},
                             {6, 5, 3, 9, 6, 0}, {5, 5, 3, 8, 8, 0}, {6, 5, 3, 8, 8, 0},
@@ -237,7 +250,7 @@ void register_all() {
       key.axis_bits = l[5];
       const std::string name = std::string("gpu/tb-lm-tofsorted") +
                                (back ? "/back" : "/forward") + "/key:" + key_name(key);
-      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, key, 0));
+      rb::configure(RegisterBenchmark(name.c_str(), bm_plain, true, back, key, 0, 0));
     }
 }
 

@@ -195,6 +195,22 @@ TEST(KernelChoice, TuningOverridesAndIsChecked) {
   EXPECT_FALSE(
       choose(operation_kind::non_tof, direction::back, {}, 100, true, w).stencil);
 
+  // Slab passes reach the per-event list-mode kernels only; one pass by
+  // default.
+  for (const auto d : {direction::forward, direction::back}) {
+    EXPECT_EQ(choose(operation_kind::tof_listmode, d, {}, listmode_events).slabs, 1);
+    gpu::tuning p;
+    p.slabs = 6;
+    EXPECT_EQ(choose(operation_kind::tof_listmode, d, {}, listmode_events, true, p).slabs,
+              6);
+    EXPECT_EQ(choose(operation_kind::tof_listmode, d, rp::lor_layout::sorted_events(),
+                     listmode_events, true, p)
+                  .slabs,
+              d == direction::forward ? 6 : 1); // sorted back: lock-step, one pass
+    EXPECT_EQ(choose(operation_kind::tof_sinogram, d, {}, 1000, true, p).slabs, 1);
+    EXPECT_EQ(choose(operation_kind::non_tof, d, {}, 1000, true, p).slabs, 1);
+  }
+
   const auto throws_naming = [](const gpu::tuning &bad, const std::string &name) {
     try {
       (void)gpu::choose_kernel(operation_kind::non_tof, direction::forward, {}, 100, true,
@@ -210,6 +226,11 @@ TEST(KernelChoice, TuningOverridesAndIsChecked) {
   gpu::tuning b2;
   b2.threads_per_lor = 3;
   EXPECT_TRUE(throws_naming(b2, "tuning.threads_per_lor"));
+  for (const int n : {-1, 65}) {
+    gpu::tuning b3;
+    b3.slabs = n;
+    EXPECT_TRUE(throws_naming(b3, "tuning.slabs"));
+  }
 }
 
 TEST(LorLayout, SourcesCarryTheirLayout) {

@@ -161,6 +161,14 @@ TYPED_TEST(GpuReproducible, SameBitsForRepeatsChunksAndTunings) {
             gpu_fixed(c.geometry, o, d.lors(), values, whole, s, t), reference))
             << name << ", " << lanes << " lanes, blocks of " << block;
       }
+    // Slab passes (list-mode) add the same integers in another order.
+    for (const int slabs : {2, 5}) {
+      gpu::tuning t;
+      t.slabs = slabs;
+      EXPECT_TRUE(rt::bitwise_equal(
+          gpu_fixed(c.geometry, o, d.lors(), values, whole, s, t), reference))
+          << name << ", " << slabs << " slab passes";
+    }
     // Declared layouts change the thread mapping (lanes along planes,
     // lock-step candidates), never the bits.
     for (const rp::lor_layout layout :

@@ -153,6 +153,7 @@ struct tof_variant {
   bool sample_first = false;        ///< list-mode forward
   bool lockstep = false;            ///< list-mode forward and back
   bool fast_erfc = false;
+  int slabs = 1;                        ///< list-mode, per-event kernels: passes
   gpu::stencil_workspace_ref stencil{}; ///< back projections
 };
 
@@ -184,6 +185,7 @@ gpu::kernel_choice make_choice(const tof_variant &v, const tof_mapping &m,
   c.sample_first = lm && !back && v.sample_first;
   c.lockstep = lm && v.lockstep;
   c.vector_atomics = back && (lm ? v.vector_atomics : v.sino_vector_atomics);
+  c.slabs = lm ? v.slabs : 1;
   if (back)
     c.stencil = v.stencil;
   return c;
@@ -269,10 +271,20 @@ TYPED_TEST(GpuTof, MatchesCpu) {
     }
     stencil_w4.stencil = ws4.ref();
     stencil_w4.name += ", stencil width 4";
+    // Passes over slabs of the image (list-mode, per-event kernels): the
+    // forward values sum the passes' parts, the back projection adds the
+    // same amounts.
+    tof_variant slabs3 = plain, slabs7 = levers, slabs_stencil = stencil;
+    slabs3.slabs = 3;
+    slabs7.slabs = 7;
+    slabs_stencil.slabs = 5;
+    for (auto *v : {&slabs3, &slabs7, &slabs_stencil})
+      v->name += ", " + std::to_string(v->slabs) + " slab passes";
     for (const tof_mapping &m : mappings)
       for (const tof_variant &kv :
            {plain, levers, all_on, lockstep, lockstep_levers, fast_plain, stencil,
-            stencil_lockstep, stencil_plain, stencil_all, stencil_w4}) {
+            stencil_lockstep, stencil_plain, stencil_all, stencil_w4, slabs3, slabs7,
+            slabs_stencil}) {
         const auto choice = [&](gpu::operation_kind k, gpu::direction dir) {
           return make_choice<T>(kv, m, k, dir, n, sms);
         };

@@ -35,6 +35,7 @@ struct kernel_choice {
   bool transaxial_bins = false;    ///< non-TOF sinogram: a block per (view, radial) bin
   bool wide_index = false;         ///< 64-bit voxel offsets even where 32 bits fit
   bool check_pointers = true;      ///< residency checks before the launch
+  int slabs = 1;                   ///< TOF list-mode, per-event kernels: passes
   stencil_workspace_ref stencil{}; ///< TOF back: the caller's workspace
   const char *measured_in = "";    ///< section of docs/kernel-choices.md
 };
@@ -109,6 +110,9 @@ inline void check_tuning(const tuning &t) {
     resproj::detail::throw_invalid("tuning.block_size",
                                    "must be a multiple of 32 in [32, 256] (got " +
                                        std::to_string(t.block_size) + ")");
+  if (t.slabs < 0 || t.slabs > 64)
+    resproj::detail::throw_invalid("tuning.slabs", "must be in [0, 64] (got " +
+                                                       std::to_string(t.slabs) + ")");
   const int g = t.threads_per_lor;
   if (g != 0 && g != 1 && g != 2 && g != 4 && g != 8 && g != 16 && g != 32)
     resproj::detail::throw_invalid("tuning.threads_per_lor",
@@ -156,6 +160,8 @@ inline kernel_choice choose_kernel(operation_kind operation, direction dir,
   c.lockstep = r->lockstep && t.threads_per_lor == 0 && count >= wanted;
   if (tof && dir == direction::back)
     c.stencil = t.stencil;
+  if (operation == operation_kind::tof_listmode && !c.lockstep && t.slabs > 0)
+    c.slabs = t.slabs;
   if (t.threads_per_lor != 0 || c.lockstep) {
     c.threads_per_lor = c.lockstep ? 1 : t.threads_per_lor;
     return c;

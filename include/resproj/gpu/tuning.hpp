@@ -44,6 +44,13 @@ struct tuning {
   /// the projection contract). Pass the same value to the forward and the
   /// back projection of one operation, so that they stay exact transposes.
   bool exact_erfc = false;
+  /// TOF list-mode projections of events not declared sorted: run in this
+  /// many passes, each over the events' samples in one slab of the image
+  /// cut across its longest axis (math/image_slabs.hpp), so that the part
+  /// of the image a pass touches can stay in the L2. 1: one pass; 0
+  /// (default): the library's choice (one pass); at most 64. The forward
+  /// values then sum the passes' parts (rounding differs from one pass).
+  int slabs = 0;
   /// TOF back projections: accumulate through this caller-owned stencil
   /// workspace (faster for large calls of sorted events on an image that
   /// stays in the L2; see gpu/stencil_workspace.cuh). One call at a time

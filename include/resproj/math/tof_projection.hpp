@@ -188,18 +188,23 @@ RESPROJ_HD void accumulate_tof_lm_plane(T &acc, const T *image, const joseph_ray
 }
 
 /// TOF list-mode forward, planes `first, first + stride, ...` limited to
-/// `tof_plane_range` of `bin`: `r.step * sum_p sample_p * weight_bin(p)`
-/// over the visited planes (0 for a bin outside [0, N-1]). With all planes
-/// visited, equals the sinogram value at `bin` to float rounding.
-/// `SampleFirst` as in `accumulate_tof_lm_plane`.
+/// `tof_plane_range` of `bin` and to `[clip_lo, clip_hi]` (a pass's slab,
+/// math/image_slabs.hpp; by default every plane): `r.step * sum_p
+/// sample_p * weight_bin(p)` over the visited planes (0 for a bin outside
+/// [0, N-1]). With all planes visited, equals the sinogram value at `bin`
+/// to float rounding. `SampleFirst` as in `accumulate_tof_lm_plane`.
 template <class I = std::int64_t, bool SampleFirst = false, class T>
 RESPROJ_HD T forward_tof_lm_planes(const T *image, const joseph_ray<T> &r,
                                    const tof_lor<T> &tl, std::int64_t bin,
-                                   std::int64_t first, std::int64_t stride) noexcept {
+                                   std::int64_t first, std::int64_t stride,
+                                   std::int64_t clip_lo = 0,
+                                   std::int64_t clip_hi = INT64_MAX) noexcept {
   if (bin < 0 || bin >= tl.num_bins || r.empty())
     return T(0);
   std::int64_t lo, hi;
   tof_plane_range(r, tl, bin, lo, hi);
+  lo = clip_lo > lo ? clip_lo : lo;
+  hi = clip_hi < hi ? clip_hi : hi;
   T acc = 0;
   for (std::int64_t p = detail::first_in_subset(first, stride, lo); p <= hi; p += stride)
     accumulate_tof_lm_plane<I, SampleFirst>(acc, image, r, tl, bin, p);
@@ -244,20 +249,25 @@ RESPROJ_HD void scatter_tof_lm_plane_pair(T *image, const joseph_ray<T> &r,
 }
 
 /// TOF list-mode back projection of `value` at bin `bin`, planes as in
-/// `forward_tof_lm_planes`, through `add(T* voxel, T amount)`. With an
-/// adder of plane pairs (`detail::scatters_plane_pairs`) and a ray along
-/// the contiguous axis, lane `first - r.first_plane` of `stride` lanes
-/// takes the plane pairs (p, p + 1), p even, number lane, lane + stride,
-/// ... instead: together the lanes visit the same planes.
+/// `forward_tof_lm_planes` (clipped to `[clip_lo, clip_hi]` likewise),
+/// through `add(T* voxel, T amount)`. With an adder of plane pairs
+/// (`detail::scatters_plane_pairs`) and a ray along the contiguous axis,
+/// lane `first - r.first_plane` of `stride` lanes takes the plane pairs
+/// (p, p + 1), p even, number lane, lane + stride, ... instead: together
+/// the lanes visit the same planes.
 RESPROJ_EXEC_CHECK_DISABLE
 template <class I = std::int64_t, class T, class Add>
 RESPROJ_HD void back_tof_lm_planes(T *image, const joseph_ray<T> &r, const tof_lor<T> &tl,
                                    std::int64_t bin, T value, std::int64_t first,
-                                   std::int64_t stride, Add &&add) noexcept {
+                                   std::int64_t stride, Add &&add,
+                                   std::int64_t clip_lo = 0,
+                                   std::int64_t clip_hi = INT64_MAX) noexcept {
   if (bin < 0 || bin >= tl.num_bins || r.empty())
     return;
   std::int64_t lo, hi;
   tof_plane_range(r, tl, bin, lo, hi);
+  lo = clip_lo > lo ? clip_lo : lo;
+  hi = clip_hi < hi ? clip_hi : hi;
   const T v = value * r.step;
   if constexpr (detail::scatters_plane_pairs<Add>::value) {
     if (planes_contiguous(r)) {

@@ -32,6 +32,7 @@
 #include "resproj/gpu/stream.cuh"
 #include "resproj/math/fixed_point.hpp"
 #include "resproj/math/image_grid.hpp"
+#include "resproj/math/image_slabs.hpp"
 #include "resproj/math/stencil_layout.hpp"
 
 RESPROJ_NAMESPACE_BEGIN
@@ -136,14 +137,15 @@ template <class Lors, class Add, bool FastErfc> struct tof_sino_back_kernels {
     return tof_sino_back_kernel<T, I, G, Lors, Add, FastErfc>;
   }
 };
-template <class Lors, bool SampleFirst, bool FastErfc> struct tof_lm_forward_kernels {
+template <class Lors, bool SampleFirst, bool FastErfc, bool Slabs>
+struct tof_lm_forward_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc>;
+    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc, Slabs>;
   }
 };
-template <class Lors, class Add, bool FastErfc> struct tof_lm_back_kernels {
+template <class Lors, class Add, bool FastErfc, bool Slabs> struct tof_lm_back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc>;
+    return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc, Slabs>;
   }
 };
 template <class Lors, bool SampleFirst, bool FastErfc>
@@ -310,6 +312,21 @@ void launch_back(const op::tof_sinogram<T> &o, const device_image_view<T> &image
 
 // -------------------------------------------------------- TOF list-mode --
 
+/// Calls `run(pass)` once per pass of `c.slabs` over `image` (in order,
+/// all on one stream) as `std::true_type{}` kernels, or once with an
+/// unused pass as `std::false_type{}` kernels when `c.slabs` is 1.
+template <class T, class Run>
+void for_each_slab_pass(const kernel_choice &c, const device_image_view<const T> &image,
+                        Run &&run) {
+  const auto grid = math::image_grid<T>::from(image.geometry);
+  if (c.slabs <= 1) {
+    run(std::false_type{}, math::slab_pass{});
+    return;
+  }
+  for (int k = 0; k < c.slabs; ++k)
+    run(std::true_type{}, math::make_slab_pass(grid, c.slabs, k));
+}
+
 template <class T, class Lors>
 void run_forward(const op::tof_listmode<T> &o, const device_image_view<const T> &image,
                  const Lors &src, span<T> out, const kernel_choice &c, stream_ref s) {
@@ -318,14 +335,17 @@ void run_forward(const op::tof_listmode<T> &o, const device_image_view<const T> 
   dispatch_bool(c.sample_first, [&](auto first) {
     dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
       constexpr bool sf = decltype(first)::value, fe = decltype(fast)::value;
-      if (c.lockstep)
+      if (c.lockstep) {
         launch_per_lor<T, tof_lm_forward_lockstep_kernels<Lors, sf, fe>>(
             image, src.count, 1, c, false, s, "tof_lm_forward_lockstep_kernel",
             image.data, src, bins, tof, out.data());
-      else
-        launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe>>(
+        return;
+      }
+      for_each_slab_pass(c, image, [&](auto slabs, const math::slab_pass &pass) {
+        launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe, decltype(slabs)::value>>(
             image, src.count, c.threads_per_lor, c, false, s, "tof_lm_forward_kernel",
-            image.data, src, bins, tof, out.data());
+            image.data, src, bins, tof, out.data(), pass);
+      });
     });
   });
 }
@@ -341,14 +361,17 @@ void launch_back(const op::tof_listmode<T> &o, const device_image_view<T> &image
     dispatch_fast_erfc<T>(c.fast_erfc, [&](auto fast) {
       constexpr bool fe = decltype(fast)::value;
       const device_image_view<const T> cimage(image);
-      if (c.lockstep)
+      if (c.lockstep) {
         launch_per_lor<T, tof_lm_back_lockstep_kernels<Lors, Add, fe>>(
             cimage, src.count, 1, c, wide, s, "tof_lm_back_lockstep_kernel", image.data,
             src, bins, tof, values.data(), add);
-      else
-        launch_per_lor<T, tof_lm_back_kernels<Lors, Add, fe>>(
+        return;
+      }
+      for_each_slab_pass(c, cimage, [&](auto slabs, const math::slab_pass &pass) {
+        launch_per_lor<T, tof_lm_back_kernels<Lors, Add, fe, decltype(slabs)::value>>(
             cimage, src.count, c.threads_per_lor, c, wide, s, "tof_lm_back_kernel",
-            image.data, src, bins, tof, values.data(), add);
+            image.data, src, bins, tof, values.data(), add, pass);
+      });
     });
   });
 }

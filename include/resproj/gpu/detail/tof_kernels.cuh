@@ -16,6 +16,7 @@
 #include "resproj/gpu/detail/joseph_kernels.cuh"
 #include "resproj/gpu/detail/paired_atomics.cuh"
 #include "resproj/math/image_grid.hpp"
+#include "resproj/math/image_slabs.hpp"
 #include "resproj/math/joseph.hpp"
 #include "resproj/math/tof.hpp"
 #include "resproj/math/tof_projection.hpp"
@@ -120,18 +121,30 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   math::back_tof_sino_planes<I>(image, ray, tl, row, 1, ray.first_plane + lane, G, add);
 }
 
+/// The planes `[lo, hi]` of `ray` in the slab of `pass` when `Slabs`
+/// (math::slab_plane_range), else every plane.
+template <bool Slabs, class T>
+__device__ void pass_planes(const math::joseph_ray<T> &ray, const math::slab_pass &pass,
+                            std::int64_t &lo, std::int64_t &hi) {
+  lo = 0;
+  hi = INT64_MAX;
+  if constexpr (Slabs)
+    math::slab_plane_range(ray, pass, lo, hi);
+}
+
 /// List-mode forward: `out[i]` = TOF value of event i's LOR at its bin,
 /// visiting only the planes of `tof_plane_range` (math::forward_tof_lm_planes;
-/// `SampleFirst` as there). Float: at least 5 blocks of 256 per
-/// multiprocessor (at most 51 registers; see docs/kernel-choices.md,
-/// "TOF list-mode").
+/// `SampleFirst` as there). `Slabs`: only the planes in the slab of `pass`;
+/// pass 0 writes `out[i]`, later passes add their non-zero parts to it.
+/// Float: at least 5 blocks of 256 per multiprocessor (at most 51
+/// registers; see docs/kernel-choices.md, "TOF list-mode").
 template <class T, class I, int G, class Lors, bool SampleFirst = false,
-          bool FastErfc = false>
+          bool FastErfc = false, bool Slabs = false>
 RESPROJ_KERNEL void __launch_bounds__(256, sizeof(T) == 4 ? 5 : 1)
     tof_lm_forward_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                           const T *image, Lors lors,
                           const std::int16_t *__restrict__ bins, tof_params<T> tof,
-                          T *__restrict__ out) {
+                          T *__restrict__ out, math::slab_pass pass) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -141,23 +154,35 @@ RESPROJ_KERNEL void __launch_bounds__(256, sizeof(T) == 4 ? 5 : 1)
   lors.load(ev, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   const math::tof_lor<T> tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, ev));
+  std::int64_t lo, hi;
+  pass_planes<Slabs>(ray, pass, lo, hi);
   T acc = math::forward_tof_lm_planes<I, SampleFirst>(
-      image, ray, tl, std::int64_t(bins[ev]), ray.first_plane + lane, G);
+      image, ray, tl, std::int64_t(bins[ev]), ray.first_plane + lane, G, lo, hi);
   if constexpr (G > 1)
     acc = group_sum<G>(acc);
-  if (lane == 0)
+  if (lane != 0)
+    return;
+  if constexpr (Slabs) {
+    if (pass.index == 0)
+      out[ev] = acc;
+    else if (acc != T(0))
+      out[ev] += acc;
+  } else {
     out[ev] = acc;
+  }
 }
 
 /// List-mode back: transpose of `tof_lm_forward_kernel`
 /// (math::back_tof_lm_planes) through the atomic adder `add`
-/// (`atomic_add`, `paired_atomic_add` or `stencil_atomic_add`).
-template <class T, class I, int G, class Lors, class Add, bool FastErfc = false>
+/// (`atomic_add`, `paired_atomic_add` or `stencil_atomic_add`). `Slabs`:
+/// only the planes in the slab of `pass`.
+template <class T, class I, int G, class Lors, class Add, bool FastErfc = false,
+          bool Slabs = false>
 RESPROJ_KERNEL void __launch_bounds__(256)
     tof_lm_back_kernel(math::image_grid<T> grid, std::size_t count, lor_order order,
                        T *__restrict__ image, Lors lors,
                        const std::int16_t *__restrict__ bins, tof_params<T> tof,
-                       const T *__restrict__ values, Add add) {
+                       const T *__restrict__ values, Add add, math::slab_pass pass) {
   const std::size_t thread = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (thread / G >= count)
     return;
@@ -173,7 +198,10 @@ RESPROJ_KERNEL void __launch_bounds__(256)
   lors.load(ev, a, b);
   const math::joseph_ray<T> ray = math::make_joseph_ray(grid, a, b);
   const math::tof_lor<T> tl = fast_erfc_lor<FastErfc>(math::tof_lor_of(tof, ev));
-  math::back_tof_lm_planes<I>(image, ray, tl, bin, value, ray.first_plane + lane, G, add);
+  std::int64_t lo, hi;
+  pass_planes<Slabs>(ray, pass, lo, hi);
+  math::back_tof_lm_planes<I>(image, ray, tl, bin, value, ray.first_plane + lane, G, add,
+                              lo, hi);
 }
 
 /// Plane range of one lane of a lock-step list-mode kernel: event `ev`'s
