@@ -9,11 +9,14 @@
 //                                            library's one-time TOF-key reorder
 //                                            (declared sorted_events)
 //   gpu/tb-lm/reorder                        that reorder (key, sort, gather)
-//   gpu/tb-lm/{forward,back}/tpl:N           acquisition order with N threads per
-//                                            event (gpu::tuning::threads_per_lor)
-//   gpu/tb-lm/{forward,back}/slabs:N         acquisition order in N passes over
+//   gpu/tb-lm/{forward,back}/tpl:N           acquisition order in one pass with N
+//                                            threads per event
+//                                            (gpu::tuning::threads_per_lor)
+//   gpu/tb-lm/{forward,back}/slabs:N[-tpl:G] acquisition order in N passes over
 //                                            slabs of the image
-//                                            (gpu::tuning::slabs)
+//                                            (gpu::tuning::slabs; the plain rows
+//                                            take the library's count), with G
+//                                            threads per event
 //   gpu/tb-lm-tofsorted/{forward,back}/key:sS-aA-tT-xyX-zZ[-ax]
 //                                            the same after a reorder whose key
 //                                            has S axial slab bits, A angle, T
@@ -216,22 +219,27 @@ void register_all() {
           RegisterBenchmark(name.c_str(), bm_plain, sorted, back, std::nullopt, 0, 0));
     }
   rb::configure(RegisterBenchmark("gpu/tb-lm/reorder", bm_reorder));
-  // Lanes per event in acquisition order (the plain rows take the library's choice).
+  // Lanes per event in acquisition order, one pass (the plain rows take the
+  // library's choice).
   for (const bool back : {false, true})
     for (const int lanes : {1, 2, 4, 8})
       rb::configure(
           RegisterBenchmark((std::string("gpu/tb-lm") + (back ? "/back" : "/forward") +
                              "/tpl:" + std::to_string(lanes))
                                 .c_str(),
-                            bm_plain, false, back, std::nullopt, lanes, 0));
+                            bm_plain, false, back, std::nullopt, lanes, 1));
   // Passes over slabs of the image in acquisition order.
   for (const bool back : {false, true})
-    for (const int slabs : {2, 4, 8, 16})
-      rb::configure(
-          RegisterBenchmark((std::string("gpu/tb-lm") + (back ? "/back" : "/forward") +
-                             "/slabs:" + std::to_string(slabs))
-                                .c_str(),
-                            bm_plain, false, back, std::nullopt, 0, slabs));
+    for (const int slabs : {1, 2, 3, 4})
+      for (const int lanes : {0, 4, 8}) {
+        if (slabs == 1 && lanes != 0)
+          continue; // the tpl rows
+        rb::configure(RegisterBenchmark(
+            (std::string("gpu/tb-lm") + (back ? "/back" : "/forward") + "/slabs:" +
+             std::to_string(slabs) + (lanes ? "-tpl:" + std::to_string(lanes) : ""))
+                .c_str(),
+            bm_plain, false, back, std::nullopt, lanes, slabs));
+      }
   // Key layouts: {slab, angle, tilt, xy, z, axis} bits.
   const int layouts[][6] = {{0, 5, 3, 9, 6, 0}, {4, 5, 3, 9, 6, 0}, {5, 5, 3, 9, 6, 0},
                             {6, 5, 3, 9, 6, 0}, {5, 5, 3, 8, 8, 0}, {6, 5, 3, 8, 8, 0},

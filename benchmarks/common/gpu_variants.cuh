@@ -26,7 +26,7 @@ namespace resproj_bench {
 
 /// What the plain call (`gpu::forward` for `gpu::direction::forward`,
 /// `gpu::back` otherwise) runs for operation `op` over `lors` on `device`
-/// with overrides `t`.
+/// with overrides `t`, into an image the L2 holds (no slab passes).
 template <class Op, class Lors>
 resproj::gpu::kernel_choice plain_choice(const Op &, resproj::gpu::direction d,
                                          const Lors &lors, int device,

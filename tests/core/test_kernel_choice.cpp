@@ -233,6 +233,53 @@ TEST(KernelChoice, TuningOverridesAndIsChecked) {
   }
 }
 
+// Events in acquisition order on an image the L2 cannot hold run in slab
+// passes (docs/kernel-choices.md, "Slab passes"): tb's image (157 MB)
+// on a 50 MiB L2 takes 2 passes forward and 3 back with 8 lanes per event,
+// the fastest measured; images the L2 holds, sorted events, calls that do
+// not fill the GPU and other operations take one pass.
+TEST(KernelChoice, SlabPassesForImagesLargerThanTheL2) {
+  const std::size_t tb_image = std::size_t(240) * 240 * 682 * 4, l2 = 50u << 20;
+  const std::size_t dmi_image = std::size_t(215) * 215 * 71 * 4;
+  const auto lm = operation_kind::tof_listmode;
+  auto with = [&](direction d, std::size_t image, rp::lor_layout l = {},
+                  std::size_t n = listmode_events, const gpu::tuning &t = {}) {
+    return gpu::choose_kernel(lm, d, l, n, true, h200_multiprocessors, t, image, l2);
+  };
+  const auto fwd = with(direction::forward, tb_image);
+  EXPECT_EQ(fwd.slabs, 2);
+  EXPECT_EQ(fwd.threads_per_lor, 2);
+  const auto back = with(direction::back, tb_image);
+  EXPECT_EQ(back.slabs, 3);
+  EXPECT_EQ(back.threads_per_lor, 8);
+  EXPECT_TRUE(back.vector_atomics);
+  for (const auto d : {direction::forward, direction::back}) {
+    SCOPED_TRACE(d == direction::forward ? "forward" : "back");
+    EXPECT_EQ(with(d, dmi_image).slabs, 1);
+    EXPECT_EQ(with(d, 2 * l2 - 4).slabs, 1);
+    EXPECT_EQ(with(d, 2 * l2).slabs, d == direction::forward ? 1 : 2);
+    EXPECT_EQ(with(d, tb_image, rp::lor_layout::sorted_events()).slabs, 1);
+    EXPECT_EQ(with(d, tb_image, {}, 1000).slabs, 1);
+    EXPECT_EQ(gpu::choose_kernel(lm, d, {}, listmode_events, true, h200_multiprocessors,
+                                 {}, tb_image, 0)
+                  .slabs,
+              1); // L2 unknown
+    EXPECT_EQ(gpu::choose_kernel(operation_kind::tof_sinogram, d, {}, listmode_events,
+                                 true, h200_multiprocessors, {}, tb_image, l2)
+                  .slabs,
+              1);
+    EXPECT_EQ(with(d, std::size_t(1) << 40).slabs, 64);
+    // Overrides win: a pass count, or lanes (which keep the passes).
+    gpu::tuning one;
+    one.slabs = 1;
+    EXPECT_EQ(with(d, tb_image, {}, listmode_events, one).slabs, 1);
+    EXPECT_EQ(with(d, tb_image, {}, listmode_events, one).threads_per_lor, 2);
+    gpu::tuning lanes;
+    lanes.threads_per_lor = 4;
+    EXPECT_EQ(with(d, tb_image, {}, listmode_events, lanes).threads_per_lor, 4);
+  }
+}
+
 TEST(LorLayout, SourcesCarryTheirLayout) {
   EXPECT_EQ(rp::lor_layout{}.planes_in(1000), 0u);
   const auto sino = rp::lor_layout::sinogram(8, radial);

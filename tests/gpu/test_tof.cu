@@ -707,6 +707,52 @@ TYPED_TEST(GpuTof, PlainCallRunsTheChosenKernel) {
     }
 }
 
+// On an image at least twice the L2, a plain call over a full GPU of
+// events in acquisition order runs in slab passes (the choice takes the
+// image's bytes and the device's L2) and gives the values of one pass:
+// forward to rounding, back to the order of the atomic adds.
+TEST_F(GpuTest, TofListModeOnAnImageLargerThanTheL2RunsInSlabPasses) {
+  using T = float;
+  gpu::stream s;
+  const int device = gpu::current_device();
+  const std::size_t l2 = gpu::detail::l2_cache_bytes(device);
+  ASSERT_GT(l2, 0u);
+  const auto slices = std::int64_t(5 * l2 / 2 / (128 * 128 * sizeof(T))) + 1;
+  const tof_case c{{128, 128, slices}, {2.0, 2.0, 2.0}, 6.0, 15, 5.0, 0.0, 3.0, false};
+  const int sms = gpu::detail::multiprocessor_count(device);
+  const std::size_t n = std::size_t(sms) * 512 + 101;
+  const host_case<T> h(c, n, 29);
+  device_case<T> d(h, s);
+  const rp::op::tof_listmode<T> op(d.tof, d.bins.cspan());
+  const auto lors = d.lors();
+  const std::size_t bytes = gpu::detail::image_bytes(h.g, sizeof(T));
+  ASSERT_GE(bytes, 2 * l2);
+  for (const auto dir : {gpu::direction::forward, gpu::direction::back})
+    EXPECT_GT(
+        (gpu::detail::choice_for<T, rp::op::tof_listmode<T>>(dir, lors, device, {}, bytes)
+             .slabs),
+        1);
+  gpu::tuning one;
+  one.slabs = 1;
+  gpu::device_buffer<T> a(n, s), b(n, s);
+  a.fill(T(-1), s);
+  b.fill(T(-1), s);
+  gpu::forward(op, d.image, lors, a.span(), s);
+  gpu::forward(op, d.image, lors, b.span(), s, one);
+  const auto va = download(a, s), vb = download(b, s);
+  EXPECT_EQ(std::count(va.begin(), va.end(), T(-1)), 0) << "events not written";
+  EXPECT_GT(dot(vb, vb), 0.0);
+  EXPECT_LT(relative_error(va, vb, 0), 1e-6) << "forward";
+  gpu::device_image<T> bp_a(h.g, s), bp_b(h.g, s);
+  bp_a.zero(s);
+  bp_b.zero(s);
+  gpu::back(op, bp_a, lors, d.lm_values.cspan(), s);
+  gpu::back(op, bp_b, lors, d.lm_values.cspan(), s, one);
+  const auto ia = download(bp_a, s), ib = download(bp_b, s);
+  EXPECT_GT(dot(ib, ib), 0.0);
+  EXPECT_LT(relative_error(ia, ib, 0), 1e-6) << "back";
+}
+
 class GpuTofStreamer : public GpuTest,
                        public ::testing::WithParamInterface<std::size_t> {};
 

@@ -104,6 +104,21 @@ inline const kernel_rule &find_rule(operation_kind o, direction d, lor_layout::o
   return *fallback; // every (operation, direction) has an unordered row
 }
 
+/// Passes over slabs of the image for TOF list-mode events in acquisition
+/// order on an image at least twice the L2 (docs/kernel-choices.md, "Slab
+/// passes"): forward one per two L2 sizes of image, back one per L2 size
+/// (rounded up); 1 otherwise.
+inline int auto_slabs(direction d, std::size_t image_bytes, std::size_t l2_bytes) {
+  if (l2_bytes == 0 || image_bytes < 2 * l2_bytes)
+    return 1;
+  const std::size_t per_pass = d == direction::forward ? 2 * l2_bytes : l2_bytes;
+  const std::size_t n = (image_bytes + per_pass - 1) / per_pass;
+  return n > 64 ? 64 : int(n);
+}
+
+/// Lanes per event of the back projection in slab passes.
+inline constexpr int slab_back_lanes = 8;
+
 /// @throws invalid_argument for an unsupported block size or lane count.
 inline void check_tuning(const tuning &t) {
   if (t.block_size <= 0 || t.block_size > 256 || t.block_size % 32 != 0)
@@ -131,11 +146,14 @@ inline void check_tuning(const tuning &t) {
 ///                       atomics are float-only)
 /// @param multiprocessors the device's multiprocessor count
 /// @param t              the caller's overrides
+/// @param image_bytes    the image's (or accumulator's) bytes; 0: unknown
+/// @param l2_bytes       the device's L2 size; 0: unknown (no slab passes)
 /// @throws invalid_argument naming "tuning.*" for unsupported overrides.
 inline kernel_choice choose_kernel(operation_kind operation, direction dir,
                                    const lor_layout &layout, std::size_t count,
                                    bool is_float, int multiprocessors,
-                                   const tuning &t = {}) {
+                                   const tuning &t = {}, std::size_t image_bytes = 0,
+                                   std::size_t l2_bytes = 0) {
   detail::check_tuning(t);
   const detail::kernel_rule *r = &detail::find_rule(operation, dir, layout.kind);
   const std::size_t rows = r->planes_as_rows ? layout.planes_in(count) : 0;
@@ -160,15 +178,24 @@ inline kernel_choice choose_kernel(operation_kind operation, direction dir,
   c.lockstep = r->lockstep && t.threads_per_lor == 0 && count >= wanted;
   if (tof && dir == direction::back)
     c.stencil = t.stencil;
-  if (operation == operation_kind::tof_listmode && !c.lockstep && t.slabs > 0)
-    c.slabs = t.slabs;
+  // Slab passes: on request, or for events in acquisition order that fill
+  // the GPU on an image the L2 cannot hold.
+  bool slabs_chosen = false;
+  if (operation == operation_kind::tof_listmode && !c.lockstep) {
+    if (t.slabs > 0) {
+      c.slabs = t.slabs;
+    } else if (layout.kind == lor_layout::order::unordered && count >= wanted) {
+      c.slabs = detail::auto_slabs(dir, image_bytes, l2_bytes);
+      slabs_chosen = c.slabs > 1;
+    }
+  }
   if (t.threads_per_lor != 0 || c.lockstep) {
     c.threads_per_lor = c.lockstep ? 1 : t.threads_per_lor;
     return c;
   }
   // Chunks too small to fill the GPU get more lanes per LOR (1e3 LORs: 32,
   // 1e4: 8).
-  int lanes = r->lanes;
+  int lanes = slabs_chosen && dir == direction::back ? detail::slab_back_lanes : r->lanes;
   while (lanes < 32 && count * std::size_t(lanes) < wanted)
     lanes *= 2;
   c.threads_per_lor = lanes;

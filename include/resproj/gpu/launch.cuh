@@ -19,8 +19,9 @@ namespace gpu {
 
 namespace detail {
 
-/// Multiprocessor count of `device`, cached (the attribute cannot change).
-inline int multiprocessor_count(int device) {
+/// Attribute `Attr` of `device`, cached per device (attributes cannot
+/// change; a value of 0 is asked again).
+template <cudaDeviceAttr Attr> int cached_attribute(int device) {
   constexpr int max_cached = 64;
   static std::atomic<int> cache[max_cached] = {};
   if (device >= 0 && device < max_cached) {
@@ -28,11 +29,22 @@ inline int multiprocessor_count(int device) {
     if (cached > 0)
       return cached;
   }
-  int sms = 0;
-  RESPROJ_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int value = 0;
+  RESPROJ_CUDA_TRY(cudaDeviceGetAttribute(&value, Attr, device));
   if (device >= 0 && device < max_cached)
-    cache[device].store(sms, std::memory_order_relaxed);
-  return sms;
+    cache[device].store(value, std::memory_order_relaxed);
+  return value;
+}
+
+/// Multiprocessor count of `device`.
+inline int multiprocessor_count(int device) {
+  return cached_attribute<cudaDevAttrMultiProcessorCount>(device);
+}
+
+/// L2 cache size of `device` in bytes.
+inline std::size_t l2_cache_bytes(int device) {
+  const int bytes = cached_attribute<cudaDevAttrL2CacheSize>(device);
+  return std::size_t(bytes > 0 ? bytes : 0);
 }
 
 /// Launches `kernel<<<blocks, threads, shared_bytes, s>>>(args...)` through

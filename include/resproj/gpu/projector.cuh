@@ -83,11 +83,19 @@ void check_gpu_projection(const Op &o, const device_image_view<const T> &image,
   require_device_pointer(data, image.device, data_name);
 }
 
-/// The kernel choice of a call.
+/// The kernel choice of a call into an image of `image_bytes` (0: one the
+/// L2 holds).
 template <class T, class Op, class Lors>
-kernel_choice choice_for(direction d, const Lors &lors, int device, const tuning &t) {
+kernel_choice choice_for(direction d, const Lors &lors, int device, const tuning &t,
+                         std::size_t image_bytes = 0) {
   return choose_kernel(kind_of<Op>::value, d, lors.layout, lors.count,
-                       std::is_same_v<T, float>, multiprocessor_count(device), t);
+                       std::is_same_v<T, float>, multiprocessor_count(device), t,
+                       image_bytes, image_bytes > 0 ? l2_cache_bytes(device) : 0);
+}
+
+/// Bytes of an image of `g` with elements of `bytes` each.
+inline std::size_t image_bytes(const image_geometry &g, std::size_t bytes) {
+  return std::size_t(g.num_voxels()) * bytes;
 }
 
 } // namespace detail
@@ -126,7 +134,8 @@ void forward(const Op &operation,
   if (src.count == 0)
     return;
   const kernel_choice c =
-      detail::choice_for<T, Op>(direction::forward, src, image.device, t);
+      detail::choice_for<T, Op>(direction::forward, src, image.device, t,
+                                detail::image_bytes(image.geometry, sizeof(T)));
   detail::run_forward(operation, image, src, out, c, s);
 }
 
@@ -156,7 +165,8 @@ void back(const Op &operation, device_image_view<resproj::detail::value_of<Lors>
   if (src.count == 0)
     return;
   const kernel_choice c =
-      detail::choice_for<T, Op>(direction::back, src, image.device, t);
+      detail::choice_for<T, Op>(direction::back, src, image.device, t,
+                                detail::image_bytes(image.geometry, sizeof(T)));
   detail::run_back(operation, image, src, values, c, s);
 }
 
@@ -198,7 +208,8 @@ void back(const Op &operation, fixed_point_image<resproj::detail::value_of<Lors>
   if (src.count == 0)
     return;
   const kernel_choice c =
-      detail::choice_for<T, Op>(direction::back, src, image.device(), checked);
+      detail::choice_for<T, Op>(direction::back, src, image.device(), checked,
+                                detail::image_bytes(image.geometry(), 8));
   detail::run_back(operation, image, src, values, c, s);
 }
 

@@ -44,12 +44,14 @@ struct tuning {
   /// the projection contract). Pass the same value to the forward and the
   /// back projection of one operation, so that they stay exact transposes.
   bool exact_erfc = false;
-  /// TOF list-mode projections of events not declared sorted: run in this
-  /// many passes, each over the events' samples in one slab of the image
-  /// cut across its longest axis (math/image_slabs.hpp), so that the part
-  /// of the image a pass touches can stay in the L2. 1: one pass; 0
-  /// (default): the library's choice (one pass); at most 64. The forward
-  /// values then sum the passes' parts (rounding differs from one pass).
+  /// TOF list-mode projections run by the per-event kernels: this many
+  /// passes, each over the events' samples in one slab of the image cut
+  /// across its longest axis (math/image_slabs.hpp), so that the part of
+  /// the image a pass touches can stay in the L2. 1: one pass; 0
+  /// (default): the library's choice (passes for events in acquisition
+  /// order on an image at least twice the L2, else one); at most 64. The
+  /// forward values then sum the passes' parts (rounding differs from one
+  /// pass); the back projection adds the same amounts.
   int slabs = 0;
   /// TOF back projections: accumulate through this caller-owned stencil
   /// workspace (faster for large calls of sorted events on an image that
