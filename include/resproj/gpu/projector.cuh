@@ -207,9 +207,10 @@ void back(const Op &operation, fixed_point_image<resproj::detail::value_of<Lors>
                                   "values", s, checked);
   if (src.count == 0)
     return;
+  // No automatic slab passes (not measured with integer atomics);
+  // `t.slabs` still applies.
   const kernel_choice c =
-      detail::choice_for<T, Op>(direction::back, src, image.device(), checked,
-                                detail::image_bytes(image.geometry(), 8));
+      detail::choice_for<T, Op>(direction::back, src, image.device(), checked);
   detail::run_back(operation, image, src, values, c, s);
 }
 
