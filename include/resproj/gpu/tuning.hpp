@@ -49,9 +49,11 @@ struct tuning {
   /// across its longest axis (math/image_slabs.hpp), so that the part of
   /// the image a pass touches can stay in the L2. 1: one pass; 0
   /// (default): the library's choice (passes for events in acquisition
-  /// order on an image at least twice the L2, else one); at most 64. The
-  /// forward values then sum the passes' parts (rounding differs from one
-  /// pass); the back projection adds the same amounts.
+  /// order on an image at least twice the L2, else one); at most 64.
+  /// Passes need 32-bit voxel offsets and at most 8 threads per event;
+  /// other calls take one pass. The forward values then sum the passes'
+  /// parts (rounding differs from one pass); the back projection adds the
+  /// same amounts.
   int slabs = 0;
   /// TOF back projections: accumulate through this caller-owned stencil
   /// workspace (faster for large calls of sorted events on an image that

@@ -137,15 +137,25 @@ template <class Lors, class Add, bool FastErfc> struct tof_sino_back_kernels {
     return tof_sino_back_kernel<T, I, G, Lors, Add, FastErfc>;
   }
 };
+/// Slab-pass kernels exist for 32-bit voxel offsets and up to
+/// `max_slab_lanes` lanes per event (`slab_passes_apply`); the selectors
+/// name the one-pass kernel for the other combinations, which never run
+/// in passes, so that they are not compiled twice.
+inline constexpr int max_slab_lanes = 8;
+template <bool Slabs, class I, int G>
+inline constexpr bool slab_kernel =
+    Slabs &&std::is_same_v<I, std::int32_t> &&G <= max_slab_lanes;
+
 template <class Lors, bool SampleFirst, bool FastErfc, bool Slabs>
 struct tof_lm_forward_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc, Slabs>;
+    return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc,
+                                 slab_kernel<Slabs, I, G>>;
   }
 };
 template <class Lors, class Add, bool FastErfc, bool Slabs> struct tof_lm_back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc, Slabs>;
+    return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc, slab_kernel<Slabs, I, G>>;
   }
 };
 template <class Lors, bool SampleFirst, bool FastErfc>
@@ -312,14 +322,25 @@ void launch_back(const op::tof_sinogram<T> &o, const device_image_view<T> &image
 
 // -------------------------------------------------------- TOF list-mode --
 
-/// Calls `run(pass)` once per pass of `c.slabs` over `image` (in order,
-/// all on one stream) as `std::true_type{}` kernels, or once with an
-/// unused pass as `std::false_type{}` kernels when `c.slabs` is 1.
+/// Whether a per-event list-mode call under `c` runs in slab passes: more
+/// than one asked for, 32-bit voxel offsets (`wide`: the adder needs 64)
+/// and at most `max_slab_lanes` lanes per event; other calls take one pass.
+template <class T>
+bool slab_passes_apply(const kernel_choice &c, const math::image_grid<T> &grid,
+                       bool wide) {
+  return c.slabs > 1 && c.threads_per_lor <= max_slab_lanes && !wide && !c.wide_index &&
+         math::fits_32bit_index(grid);
+}
+
+/// Calls `run(slabs, pass)` once per pass of `c.slabs` over `image` (in
+/// order, all on one stream) with `std::true_type{}` slab kernels, or once
+/// with an unused pass and `std::false_type{}` where slab passes do not
+/// apply (`slab_passes_apply`).
 template <class T, class Run>
 void for_each_slab_pass(const kernel_choice &c, const device_image_view<const T> &image,
-                        Run &&run) {
+                        bool wide, Run &&run) {
   const auto grid = math::image_grid<T>::from(image.geometry);
-  if (c.slabs <= 1) {
+  if (!slab_passes_apply(c, grid, wide)) {
     run(std::false_type{}, math::slab_pass{});
     return;
   }
@@ -341,7 +362,7 @@ void run_forward(const op::tof_listmode<T> &o, const device_image_view<const T> 
             image.data, src, bins, tof, out.data());
         return;
       }
-      for_each_slab_pass(c, image, [&](auto slabs, const math::slab_pass &pass) {
+      for_each_slab_pass(c, image, false, [&](auto slabs, const math::slab_pass &pass) {
         launch_per_lor<T, tof_lm_forward_kernels<Lors, sf, fe, decltype(slabs)::value>>(
             image, src.count, c.threads_per_lor, c, false, s, "tof_lm_forward_kernel",
             image.data, src, bins, tof, out.data(), pass);
@@ -367,7 +388,7 @@ void launch_back(const op::tof_listmode<T> &o, const device_image_view<T> &image
             src, bins, tof, values.data(), add);
         return;
       }
-      for_each_slab_pass(c, cimage, [&](auto slabs, const math::slab_pass &pass) {
+      for_each_slab_pass(c, cimage, wide, [&](auto slabs, const math::slab_pass &pass) {
         launch_per_lor<T, tof_lm_back_kernels<Lors, Add, fe, decltype(slabs)::value>>(
             cimage, src.count, c.threads_per_lor, c, wide, s, "tof_lm_back_kernel",
             image.data, src, bins, tof, values.data(), add, pass);
