@@ -142,20 +142,21 @@ template <class Lors, class Add, bool FastErfc> struct tof_sino_back_kernels {
 /// name the one-pass kernel for the other combinations, which never run
 /// in passes, so that they are not compiled twice.
 inline constexpr int max_slab_lanes = 8;
-template <bool Slabs, class I, int G>
-inline constexpr bool slab_kernel =
-    Slabs &&std::is_same_v<I, std::int32_t> &&G <= max_slab_lanes;
+template <bool Slabs, class I, int G> constexpr bool slab_kernel() {
+  const bool narrow = std::is_same_v<I, std::int32_t>;
+  return Slabs && narrow && G <= max_slab_lanes;
+}
 
 template <class Lors, bool SampleFirst, bool FastErfc, bool Slabs>
 struct tof_lm_forward_kernels {
   template <class T, class I, int G> static constexpr auto get() {
     return tof_lm_forward_kernel<T, I, G, Lors, SampleFirst, FastErfc,
-                                 slab_kernel<Slabs, I, G>>;
+                                 slab_kernel<Slabs, I, G>()>;
   }
 };
 template <class Lors, class Add, bool FastErfc, bool Slabs> struct tof_lm_back_kernels {
   template <class T, class I, int G> static constexpr auto get() {
-    return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc, slab_kernel<Slabs, I, G>>;
+    return tof_lm_back_kernel<T, I, G, Lors, Add, FastErfc, slab_kernel<Slabs, I, G>()>;
   }
 };
 template <class Lors, bool SampleFirst, bool FastErfc>
