@@ -12,6 +12,17 @@
 //                                   declared lor_layout::sorted_events());
 //                                   iteration rate / this rate = the cost of
 //                                   the OSEM bookkeeping
+//   gpu/dmi-lm-osem/iteration/key:A-T-D/stencil:W
+//                                   one iteration with every subset ordered
+//                                   by a TOF key of A angle and T tilt bits
+//                                   (tilt cells of D degrees; the library's
+//                                   layout for these subsets is 4-2-15, the
+//                                   one for calls of 1e7 events 5-3-7) and a
+//                                   stencil workspace of width W (0: none;
+//                                   the plain row takes the backend's own)
+//   gpu/dmi-lm-osem/{forward,back}/key:A-T-D[/stencil:2]
+//                                   one direction alone over all subsets,
+//                                   ordered so, without (with) a workspace
 //   pipeline/gpu/dmi-lm-osem        end to end, host-timed: list-mode file
 //                                   on disk -> device (gpu/file_io.cuh) ->
 //                                   split, validated, grouped by subset ->
@@ -62,6 +73,7 @@
 #include "common/dmi_problems.hpp"
 #include "common/phantom.hpp"
 #include "resproj/gpu/file_io.cuh"
+#include "resproj/gpu/stencil_workspace.cuh"
 #include "resproj/io/listmode_file.hpp"
 #include "resproj/io/nifti.hpp"
 #include "resproj/recon/cpu_osem.hpp"
@@ -161,6 +173,32 @@ gpu_state &gstate() {
   return *g_gpu;
 }
 
+/// The key layout the library gives each subset (all have about the same
+/// size).
+gpu::listmode_tof_key library_key() {
+  return gpu::listmode_tof_key::for_image(prob().sc.image,
+                                          prob().num_events / std::size_t(osem_subsets));
+}
+
+/// The events of every subset reordered with `key` (once per layout; the
+/// rows that follow keep that order until another layout is asked for).
+void use_key(const gpu::listmode_tof_key &key) {
+  static gpu::listmode_tof_key in_use = library_key();
+  const auto same = [](const gpu::listmode_tof_key &a, const gpu::listmode_tof_key &b) {
+    return a.angle_bits == b.angle_bits && a.tilt_bits == b.tilt_bits &&
+           a.tilt_cell_degrees == b.tilt_cell_degrees && a.xy_bits == b.xy_bits &&
+           a.z_bits == b.z_bits && a.slab_bits == b.slab_bits &&
+           a.axis_bits == b.axis_bits;
+  };
+  if (same(key, in_use))
+    return;
+  auto &g = gstate();
+  recon::gpu_order_subsets(prob().sc.image, prob().tof, g.lm->detectors(), g.lm->events,
+                           g.s, key);
+  g.s.synchronize();
+  in_use = key;
+}
+
 void set_items(benchmark::State &state, std::size_t items) {
   state.SetItemsProcessed(std::int64_t(state.iterations()) * std::int64_t(items));
   state.counters["events"] = double(items);
@@ -177,6 +215,7 @@ void phase_counters(benchmark::State &state, const recon::phase_table &t, bool r
 
 void bm_iteration(benchmark::State &state) {
   rb::guarded(state, [&] {
+    use_key(library_key());
     auto &g = gstate();
     const auto x0 = recon::start_image(prob().sc.image, 1.f);
     auto b = g.lm->backend(x0);
@@ -189,6 +228,7 @@ void bm_iteration(benchmark::State &state) {
 
 void bm_fwd_back(benchmark::State &state) {
   rb::guarded(state, [&] {
+    use_key(library_key());
     auto &g = gstate();
     auto b = g.lm->backend(recon::start_image(prob().sc.image, 1.f));
     b.opt.check_pointers = false;
@@ -201,6 +241,80 @@ void bm_fwd_back(benchmark::State &state) {
             gpu::back(b.tof_operation(k), b.g.view(), b.lors(k), v, g.s, b.opt);
           }
         });
+    set_items(state, prob().num_events);
+  });
+}
+
+/// Key layouts of the `/key:` rows: angle, tilt bits, tilt cell (degrees).
+struct key_variant {
+  int angle_bits, tilt_bits;
+  float tilt_degrees;
+};
+gpu::listmode_tof_key key_of(const key_variant &v) {
+  gpu::listmode_tof_key k;
+  k.angle_bits = v.angle_bits;
+  k.tilt_bits = v.tilt_bits;
+  k.tilt_cell_degrees = v.tilt_degrees;
+  return k;
+}
+std::string key_name(const key_variant &v) {
+  return "key:" + std::to_string(v.angle_bits) + "-" + std::to_string(v.tilt_bits) + "-" +
+         std::to_string(int(v.tilt_degrees));
+}
+
+/// Replaces the backend's own stencil workspace by one of `width` (0:
+/// none), returned (it must outlive the backend's calls).
+std::unique_ptr<gpu::stencil_workspace<float>>
+replace_stencil(recon::gpu_listmode_backend &b, int width) {
+  std::unique_ptr<gpu::stencil_workspace<float>> ws;
+  b.opt.stencil = {};
+  if (width > 0) {
+    ws = std::make_unique<gpu::stencil_workspace<float>>(prob().sc.image, b.s, width);
+    b.opt.stencil = ws->ref();
+  }
+  return ws;
+}
+
+/// One direction over every subset, with the events ordered by `key`:
+/// forward (`back` false) or back, the backend's calls; the back
+/// projection with a stencil workspace of `stencil_width` (0: none).
+void bm_direction(benchmark::State &state, key_variant key, bool back,
+                  int stencil_width) {
+  rb::guarded(state, [&] {
+    use_key(key_of(key));
+    auto &g = gstate();
+    auto b = g.lm->backend(recon::start_image(prob().sc.image, 1.f));
+    b.opt.check_pointers = false;
+    const auto ws = replace_stencil(b, stencil_width);
+    b.q.fill(1.f, g.s);
+    rb::time_on_stream(
+        state, g.s, [&] { b.g.buffer().zero(g.s); },
+        [&] {
+          for (int k = 0; k < b.num_subsets(); ++k) {
+            if (!back) {
+              b.forward(k);
+              continue;
+            }
+            const rp::span<const float> v(b.q.data(), b.count(k));
+            gpu::back(b.tof_operation(k), b.g.view(), b.lors(k), v, g.s, b.opt);
+          }
+        });
+    set_items(state, prob().num_events);
+  });
+}
+
+/// One OSEM iteration with the events ordered by `key` and a stencil
+/// workspace of `width` (0: none) for the back projections.
+void bm_iteration_variant(benchmark::State &state, key_variant key, int width) {
+  rb::guarded(state, [&] {
+    use_key(key_of(key));
+    auto &g = gstate();
+    const auto x0 = recon::start_image(prob().sc.image, 1.f);
+    auto b = g.lm->backend(x0);
+    b.opt.check_pointers = false;
+    const auto ws = replace_stencil(b, width);
+    rb::time_on_stream(
+        state, g.s, [&] { b.x.buffer().fill(1.f, g.s); }, [&] { recon::osem(b, 1); });
     set_items(state, prob().num_events);
   });
 }
@@ -330,6 +444,31 @@ int main(int argc, char **argv) {
           benchmark::RegisterBenchmark("gpu/dmi-lm-osem/iteration", bm_iteration));
       rb::configure(
           benchmark::RegisterBenchmark("gpu/dmi-lm-osem/fwd+back", bm_fwd_back));
+      // Variants: the former layout (5 angle, 3 tilt bits) and the
+      // library's (4, 2 for these subsets), each without and with a stencil
+      // workspace of width 2; then forward and back alone over a sweep of
+      // layouts (no workspace) and the library's with its workspace.
+      const key_variant former{5, 3, 7.5f}, coarse{4, 2, 15.f};
+      for (const auto &k : {former, coarse})
+        for (int w : {0, 2})
+          rb::configure(
+              benchmark::RegisterBenchmark(("gpu/dmi-lm-osem/iteration/" + key_name(k) +
+                                            "/stencil:" + std::to_string(w))
+                                               .c_str(),
+                                           bm_iteration_variant, k, w));
+      const key_variant keys[] = {
+          former, {4, 3, 7.5f}, coarse, {3, 2, 15.f}, {3, 1, 30.f}};
+      for (const auto &k : keys)
+        for (bool back : {false, true})
+          rb::configure(benchmark::RegisterBenchmark(
+              ("gpu/dmi-lm-osem/" + std::string(back ? "back" : "forward") + "/" +
+               key_name(k))
+                  .c_str(),
+              bm_direction, k, back, 0));
+      for (const auto &k : {former, coarse})
+        rb::configure(benchmark::RegisterBenchmark(
+            ("gpu/dmi-lm-osem/back/" + key_name(k) + "/stencil:2").c_str(), bm_direction,
+            k, true, 2));
       benchmark::RegisterBenchmark("pipeline/gpu/dmi-lm-osem", bm_pipeline_gpu)
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)

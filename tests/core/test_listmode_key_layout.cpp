@@ -1,9 +1,11 @@
 // The list-mode order key layout picked for an image (axial slabs for
-// images larger than a slab's voxel budget) and the layout's validation.
+// images larger than a slab's voxel budget) and for the size of a call
+// (coarser direction cells for fewer events), and the layout's validation.
 // Plain C++: runs without a GPU; the key kernel's use of the layout is
 // tested in tests/gpu/test_tof.cu (GpuTofOrder).
 
 #include <cmath>
+#include <cstddef>
 
 #include <gtest/gtest.h>
 
@@ -61,6 +63,52 @@ TEST(ListmodeKeyLayout, FewestSlabsThatFitTheBudget) {
   // At it (4 Mi voxels): none.
   const auto g4 = rp::image_geometry::centred({128, 128, 256}, {2, 2, 2});
   EXPECT_EQ(gpu::listmode_tof_key::for_image(g4).slab_bits, 0);
+}
+
+TEST(ListmodeKeyLayout, SmallerCallsGetCoarserDirectionCells) {
+  const auto g = rp::image_geometry::centred({215, 215, 71}, {2.78, 2.78, 2.78});
+  const auto cells = [](const gpu::listmode_tof_key &k) {
+    return double(1 << (k.angle_bits + k.tilt_bits));
+  };
+  const gpu::listmode_tof_key plain;
+  // 1e7 events fill the default's 256 direction cells: the defaults.
+  const auto big = gpu::listmode_tof_key::for_image(g, 10000000);
+  EXPECT_EQ(big.angle_bits, plain.angle_bits);
+  EXPECT_EQ(big.tilt_bits, plain.tilt_bits);
+  EXPECT_EQ(big.tilt_cell_degrees, plain.tilt_cell_degrees);
+  // An OSEM subset of dmi-lm-osem (40 M / 34 events): 4 angle, 2 tilt bits
+  // of 15 degrees, at least min_events_per_direction per cell.
+  const auto sub = gpu::listmode_tof_key::for_image(g, 40000000 / 34);
+  EXPECT_EQ(sub.angle_bits, 4);
+  EXPECT_EQ(sub.tilt_bits, 2);
+  EXPECT_EQ(sub.tilt_cell_degrees, 15.f);
+  EXPECT_GE(1176470 / cells(sub), gpu::listmode_tof_key::min_events_per_direction);
+  EXPECT_LT(1176470 / (2 * cells(sub)), gpu::listmode_tof_key::min_events_per_direction);
+  // The cells shrink one bit at a time, angle first, and stop at 4 bits
+  // together (3 angle, 1 tilt); the spatial bits never change.
+  int last = 9;
+  for (std::size_t n : {4200000, 2000000, 1000000, 500000, 1000, 0}) {
+    const auto k = gpu::listmode_tof_key::for_image(g, n);
+    const int d = k.angle_bits + k.tilt_bits;
+    EXPECT_LE(d, last);
+    EXPECT_GE(d, 4);
+    EXPECT_GE(k.angle_bits, k.tilt_bits);
+    EXPECT_LE(k.angle_bits, k.tilt_bits + 2);
+    EXPECT_EQ(k.tilt_cell_degrees * float(1 << k.tilt_bits), 60.f);
+    EXPECT_EQ(k.xy_bits, plain.xy_bits);
+    EXPECT_EQ(k.z_bits, plain.z_bits);
+    EXPECT_NO_THROW(gpu::detail::check_tof_key(k));
+    last = d;
+  }
+  EXPECT_EQ(gpu::listmode_tof_key::for_image(g, 0).angle_bits, 3);
+  EXPECT_EQ(gpu::listmode_tof_key::for_image(g, 0).tilt_bits, 1);
+  // The sliced layout of a large image does not depend on the call's size.
+  const auto tb = rp::scanner::tb_image_geometry();
+  const auto k1 = gpu::listmode_tof_key::for_image(tb),
+             k2 = gpu::listmode_tof_key::for_image(tb, 1000);
+  EXPECT_EQ(k1.angle_bits, k2.angle_bits);
+  EXPECT_EQ(k1.tilt_bits, k2.tilt_bits);
+  EXPECT_EQ(k1.slab_bits, k2.slab_bits);
 }
 
 TEST(ListmodeKeyLayout, SlabsNeverExceedTheAxialBits) {

@@ -209,13 +209,37 @@ TEST(GpuOsem, TofListmodeMatchesCpu) {
     for (char c : seen)
       ASSERT_TRUE(c) << "not a permutation of subset " << k;
   }
+  // A key layout of more than 32 bits is refused before the events change.
+  {
+    resproj::gpu::listmode_tof_key wide;
+    wide.xy_bits = 12;
+    wide.z_bits = 12;
+    const auto pairs_before = to_host(ev.pairs, s);
+    expect_invalid(
+        [&] {
+          recon::gpu_order_subsets(p.sc.image, tof, ds.detectors.cspan(), ev, s, wide);
+        },
+        "key");
+    EXPECT_EQ(to_host(ev.permutation, s), hperm);
+    EXPECT_EQ(to_host(ev.pairs, s), pairs_before);
+  }
   // The reordered events declare their order: the projections pick the
   // kernels for sorted events themselves.
   recon::gpu_listmode_backend gb(ev, ds.detectors.cspan(), m.cspan(), a.cspan(), tof,
                                  dsens, p.ones(), s);
   EXPECT_EQ(gb.lors(0).layout, resproj::lor_layout::sorted_events());
+  // Sorted TOF events on an image the L2 holds: the backend back projects
+  // through its own stencil workspace.
+  EXPECT_TRUE(gb.stencil.has_value());
+  EXPECT_TRUE(bool(gb.opt.stencil));
   recon::osem(gb, 2);
   EXPECT_LT(resproj_test_gpu::relative_error(gb.image(), cb.x, 16), 1e-4);
+  // Without the workspace: the same reconstruction to float rounding.
+  recon::gpu_listmode_backend direct(ev, ds.detectors.cspan(), m.cspan(), a.cspan(), tof,
+                                     dsens, p.ones(), s);
+  direct.opt.stencil = {};
+  recon::osem(direct, 2);
+  EXPECT_LT(resproj_test_gpu::relative_error(direct.image(), gb.image(), 16), 1e-5);
 
   // Bad input names the argument.
   expect_invalid(

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "resproj/core/config.hpp"
 #include "resproj/core/errors.hpp"
@@ -83,6 +84,12 @@ struct listmode_tof_key {
   /// slab and the TOF windows reaching beyond it stay in the L2 cache.
   static constexpr double max_slab_voxels = 1.0 * 1024 * 1024;
 
+  /// Fewest events per direction cell that `for_image` aims at when it
+  /// knows how many events one call projects: a smaller call gets coarser
+  /// direction cells, so that the lanes of a warp stay close in space
+  /// (docs/kernel-choices.md, "Direction cells and the call's size").
+  static constexpr double min_events_per_direction = 16384;
+
   /// The layout for events projected into `geometry`. An image of at most
   /// `max_unsliced_voxels` takes the defaults above. A larger one takes
   /// slabs, the principal-axis bit, coarser direction cells (4 angle bits,
@@ -105,6 +112,30 @@ struct listmode_tof_key {
     k.z_bits = 8;
     while (k.slab_bits < k.z_bits && voxels / double(1 << k.slab_bits) > max_slab_voxels)
       ++k.slab_bits;
+    return k;
+  }
+
+  /// The layout for calls of `events` events projected into `geometry`:
+  /// `for_image(geometry)`, and for an image of at most
+  /// `max_unsliced_voxels` with fewer than `min_events_per_direction`
+  /// events per direction cell, coarser cells: one angle bit less, then
+  /// one tilt bit less, alternately (5/3 bits, then 4/3, 4/2, 3/2, 3/1, at
+  /// least 4 bits together), each tilt cell a 2^tilt_bits-th of 60 degrees.
+  /// dmi-lm-osem's subsets of 1.2 M events get 4 angle and 2 tilt bits,
+  /// calls of 1e7 events the defaults.
+  static listmode_tof_key for_image(const image_geometry &geometry, std::size_t events) {
+    listmode_tof_key k = for_image(geometry);
+    if (k.slab_bits > 0 || k.axis_bits > 0)
+      return k;
+    while (k.angle_bits + k.tilt_bits > 4 &&
+           double(events) < min_events_per_direction *
+                                double(1u << unsigned(k.angle_bits + k.tilt_bits))) {
+      if (k.angle_bits > k.tilt_bits + 1)
+        --k.angle_bits;
+      else
+        --k.tilt_bits;
+      k.tilt_cell_degrees = 60.f / float(1 << k.tilt_bits);
+    }
     return k;
   }
 };

@@ -224,15 +224,18 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
 }
 
 /// TOF-aware order with the box of an image geometry and the key layout
-/// for that image (`listmode_tof_key::for_image`: axial slabs for an image
-/// larger than the L2 cache can hold).
+/// for that image and `lors.count` events per call
+/// (`listmode_tof_key::for_image`: axial slabs for an image larger than
+/// the L2 cache can hold, coarser direction cells for smaller calls). Order
+/// the events of each call (such as each OSEM subset) on their own.
 template <class T>
 void listmode_order(const image_geometry &geometry, lor_view<const T> lors,
                     span<const std::int16_t> bins, const tof_params<T> &tof,
                     span<std::uint32_t> permutation, void *workspace,
                     std::size_t workspace_bytes, stream_ref s) {
   listmode_order<T>(listmode_order_box::from(geometry), lors, bins, tof, permutation,
-                    workspace, workspace_bytes, s, listmode_tof_key::for_image(geometry));
+                    workspace, workspace_bytes, s,
+                    listmode_tof_key::for_image(geometry, lors.count));
 }
 
 /// TOF-aware order with the box of an image geometry and the key layout

@@ -12,14 +12,14 @@
 /// workspace holds zeros (every call leaves it so), so one workspace serves
 /// any number of calls, on one stream at a time.
 ///
-/// When it pays: large calls of list-mode events sorted by
-/// `listmode_order`'s TOF key, with lock-step, on an image that stays in
-/// the L2. It loses in random order (the working set misses L2), for the
-/// sinogram back projection and for OSEM-sized subsets (too sparse a touch
-/// per call), since the reduction costs a pass over the workspace per call,
-/// and on images several times the L2 (such as tb's), where the lanes of a
-/// sorted warp no longer share the sectors they update. The measurements
-/// are in docs/kernel-choices.md.
+/// When it pays: list-mode events sorted by `listmode_order`'s TOF key on
+/// an image that stays in the L2, most in large calls with lock-step; with
+/// width 2 also over OSEM subsets (`recon::gpu_listmode_backend` owns one
+/// there). It loses in random order (the working set misses L2), for the
+/// sinogram back projection, with width 4 over OSEM subsets, and on images
+/// several times the L2 (such as tb's), where the lanes of a sorted warp no
+/// longer share the sectors they update. The measurements are in
+/// docs/kernel-choices.md.
 #pragma once
 
 #include <cstddef>

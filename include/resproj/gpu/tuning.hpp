@@ -56,9 +56,9 @@ struct tuning {
   /// same amounts.
   int slabs = 0;
   /// TOF back projections: accumulate through this caller-owned stencil
-  /// workspace (faster for large calls of sorted events on an image that
-  /// stays in the L2; see gpu/stencil_workspace.cuh). One call at a time
-  /// per workspace.
+  /// workspace (faster for sorted events on an image that stays in the L2;
+  /// see gpu/stencil_workspace.cuh; the list-mode OSEM backend sets one
+  /// itself there). One call at a time per workspace.
   stencil_workspace_ref stencil{};
 };
 

@@ -187,20 +187,14 @@ inline device_events group_by_subset(const device_events &acquisition, int num_s
   return e;
 }
 
-/// Reorders the events of every subset once, for memory locality of the
-/// projections (gpu/listmode_order.cuh; the TOF-aware key when
-/// `tof.num_bins > 0`): pairs and bins are permuted in place within each
-/// subset, `e.permutation` says where each came from (for mapping
-/// per-event results back with `gpu::scatter_back`), and `e.layout` becomes
-/// `lor_layout::sorted_events()`, so that the projections pick their
-/// kernels for sorted events. Compute per-event corrections after it.
-/// One-time set-up: allocates its workspace (stream-ordered, freed in
-/// stream order); queued on `s`, no synchronisation.
-/// @param geometry the image the events are projected into
-/// @param detectors detector table (device, xyz per detector)
-inline void gpu_order_subsets(const image_geometry &geometry,
-                              const tof_params<float> &tof, span<const float> detectors,
-                              device_events &e, gpu::stream_ref s) {
+namespace detail {
+/// `gpu_order_subsets` with `key` for every subset, or (null) the layout
+/// for each subset's size.
+inline void order_subsets(const image_geometry &geometry, const tof_params<float> &tof,
+                          span<const float> detectors, device_events &e,
+                          gpu::stream_ref s, const gpu::listmode_tof_key *key) {
+  if (key && tof.num_bins > 0)
+    gpu::detail::check_tof_key(*key);
   const std::size_t nmax = e.max_count();
   e.permutation = gpu::device_buffer<std::uint32_t>(e.count(), s);
   if (nmax == 0) {
@@ -222,10 +216,13 @@ inline void gpu_order_subsets(const image_geometry &geometry,
     const auto perm = e.permutation.span().subspan(o, n);
     const lor_view<const float> lors(starts.data(), ends.data(), n);
     const span<const std::int16_t> kbins(e.bins.data() + o, n);
-    if (tof.num_bins > 0)
-      gpu::listmode_order<float>(geometry, lors, kbins, tof, perm, work.data(), bytes, s);
-    else
+    if (tof.num_bins == 0)
       gpu::listmode_order<float>(geometry, lors, perm, work.data(), bytes, s);
+    else if (key)
+      gpu::listmode_order<float>(geometry, lors, kbins, tof, perm, work.data(), bytes, s,
+                                 *key);
+    else // the layout for this subset's size
+      gpu::listmode_order<float>(geometry, lors, kbins, tof, perm, work.data(), bytes, s);
     const span<const std::uint32_t> cperm(perm.data(), n);
     // Pairs as one 64-bit element per event (offset 8 * o bytes: aligned).
     auto *p64 = reinterpret_cast<std::uint64_t *>(e.pairs.data() + 2 * o);
@@ -235,6 +232,37 @@ inline void gpu_order_subsets(const image_geometry &geometry,
     detail::copy_on_device(e.bins.data() + o, tb.data(), n * sizeof(std::int16_t), s);
   }
   e.layout = lor_layout::sorted_events();
+}
+} // namespace detail
+
+/// Reorders the events of every subset once, for memory locality of the
+/// projections (gpu/listmode_order.cuh; the TOF-aware key when
+/// `tof.num_bins > 0`): pairs and bins are permuted in place within each
+/// subset, `e.permutation` says where each came from (for mapping
+/// per-event results back with `gpu::scatter_back`), and `e.layout` becomes
+/// `lor_layout::sorted_events()`, so that the projections pick their
+/// kernels for sorted events. Compute per-event corrections after it.
+/// One-time set-up: allocates its workspace (stream-ordered, freed in
+/// stream order); queued on `s`, no synchronisation.
+/// @param geometry the image the events are projected into
+/// @param detectors detector table (device, xyz per detector)
+/// @param key TOF key layout for every subset (tuning only; the overload
+///        without it takes `listmode_tof_key::for_image(geometry, n)` for
+///        each subset's n events)
+/// @throws invalid_argument ("key") for an invalid layout (TOF events),
+///         before anything changes.
+inline void gpu_order_subsets(const image_geometry &geometry,
+                              const tof_params<float> &tof, span<const float> detectors,
+                              device_events &e, gpu::stream_ref s,
+                              const gpu::listmode_tof_key &key) {
+  detail::order_subsets(geometry, tof, detectors, e, s, &key);
+}
+
+/// As above, with each subset's key layout from the image and its size.
+inline void gpu_order_subsets(const image_geometry &geometry,
+                              const tof_params<float> &tof, span<const float> detectors,
+                              device_events &e, gpu::stream_ref s) {
+  detail::order_subsets(geometry, tof, detectors, e, s, nullptr);
 }
 
 } // namespace recon

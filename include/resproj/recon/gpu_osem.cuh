@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "resproj/core/config.hpp"
@@ -17,7 +18,9 @@
 #include "resproj/core/tof.hpp"
 #include "resproj/gpu/device_buffer.cuh"
 #include "resproj/gpu/device_image.cuh"
+#include "resproj/gpu/listmode_key_layout.hpp"
 #include "resproj/gpu/projector.cuh"
+#include "resproj/gpu/stencil_workspace.cuh"
 #include "resproj/gpu/stream.cuh"
 #include "resproj/gpu/tuning.hpp"
 #include "resproj/recon/gpu_em.cuh"
@@ -31,7 +34,12 @@ namespace recon {
 /// the detector table and the total sensitivity image (each subset uses
 /// 1/S of it); owns the image, the back projection and the projection
 /// buffer. Projections follow the events' `layout` (sorted events after
-/// `gpu_order_subsets`: the kernels for sorted events).
+/// `gpu_order_subsets`: the kernels for sorted events). For sorted TOF
+/// events on an image the L2 cache can hold (at most
+/// `gpu::listmode_tof_key::max_unsliced_voxels`) it also owns a stencil
+/// workspace of width 2 (about 4 x the image's memory) for its back
+/// projections (`opt.stencil`; docs/kernel-choices.md, "The stencil
+/// workspace in OSEM").
 struct gpu_listmode_backend {
   const device_events &events;
   span<const float> detectors; ///< xyz per detector (device)
@@ -41,7 +49,11 @@ struct gpu_listmode_backend {
   gpu::stream_ref s;
   gpu::device_image<float> x, g; ///< image, back projected ratio
   gpu::device_buffer<float> q;   ///< projection / ratio of the current subset
-  gpu::tuning opt;               ///< expert overrides of the projections
+  /// The back projections' workspace, where the backend owns one.
+  std::optional<gpu::stencil_workspace<float>> stencil;
+  /// Overrides of the projections (`stencil` names the backend's workspace,
+  /// if any; clear it to back project into the image directly).
+  gpu::tuning opt;
 
   /// Allocates and uploads on `stream` (no synchronisation).
   /// @param x0 start image (host)
@@ -64,6 +76,18 @@ struct gpu_listmode_backend {
     if (x0.size() != x.size())
       resproj::detail::throw_invalid("x0", "size does not match the image");
     x.upload(span<const float>(x0.data(), x0.size()), s);
+    if (owns_stencil(ev, tof, sens.geometry())) {
+      stencil.emplace(sens.geometry(), s, 2);
+      opt.stencil = stencil->ref();
+    }
+  }
+  /// Whether a backend of these events and this image owns a stencil
+  /// workspace: sorted TOF events on an image of at most
+  /// `gpu::listmode_tof_key::max_unsliced_voxels`.
+  static bool owns_stencil(const device_events &ev, const tof_params<float> &tof,
+                           const image_geometry &g) {
+    return tof.num_bins > 0 && ev.layout == lor_layout::sorted_events() &&
+           double(g.num_voxels()) <= gpu::listmode_tof_key::max_unsliced_voxels;
   }
   int num_subsets() const { return events.num_subsets(); }
   std::size_t count(int k) const { return events.count(k); }
