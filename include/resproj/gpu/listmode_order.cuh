@@ -183,8 +183,9 @@ void listmode_order(const listmode_order_box &box, lor_view<const T> lors,
 /// @param tof   TOF parameters of the events (per-event offsets, if any,
 ///              device arrays indexed like the events)
 /// @param key   key layout (`listmode_tof_key::for_image` of the image
-///              the events are projected into, unless tuning; the
-///              overloads that take an image geometry pick it)
+///              the events are projected into and of the events per
+///              call, unless tuning; the overloads that take an image
+///              geometry pick it)
 /// @throws invalid_argument as above, and "bins" / "tof.*" for a null,
 ///         host or too-small bin array or invalid TOF parameters, "key"
 ///         for a layout of more than 32 bits, negative bit counts,
