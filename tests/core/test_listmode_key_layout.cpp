@@ -31,6 +31,8 @@ TEST(ListmodeKeyLayout, NoSlabsForAnImageWithinTheBudget) {
   const auto g = rp::image_geometry::centred({215, 215, 71}, {2.78, 2.78, 2.78});
   const auto k = gpu::listmode_tof_key::for_image(g);
   const gpu::listmode_tof_key plain;
+  EXPECT_TRUE(gpu::listmode_tof_key::unsliced(g));
+  EXPECT_FALSE(gpu::listmode_tof_key::unsliced(rp::scanner::tb_image_geometry()));
   EXPECT_EQ(k.slab_bits, 0);
   EXPECT_EQ(k.axis_bits, 0);
   EXPECT_EQ(k.angle_bits, plain.angle_bits);

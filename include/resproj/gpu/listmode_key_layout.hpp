@@ -84,6 +84,13 @@ struct listmode_tof_key {
   /// slab and the TOF windows reaching beyond it stay in the L2 cache.
   static constexpr double max_slab_voxels = 1.0 * 1024 * 1024;
 
+  /// Whether `geometry` is an image of at most `max_unsliced_voxels`, one
+  /// the L2 cache holds: the unsliced layout.
+  static bool unsliced(const image_geometry &geometry) {
+    const auto &n = geometry.shape();
+    return double(n[0]) * double(n[1]) * double(n[2]) <= max_unsliced_voxels;
+  }
+
   /// Fewest events per direction cell that `for_image` aims at when it
   /// knows how many events one call projects: a smaller call gets coarser
   /// direction cells, so that the lanes of a warp stay close in space
@@ -102,10 +109,10 @@ struct listmode_tof_key {
   /// TOF order", "The principal-axis bit").
   static listmode_tof_key for_image(const image_geometry &geometry) {
     listmode_tof_key k;
+    if (unsliced(geometry))
+      return k;
     const auto &n = geometry.shape();
     const double voxels = double(n[0]) * double(n[1]) * double(n[2]);
-    if (voxels <= max_unsliced_voxels)
-      return k;
     k.axis_bits = 1;
     k.angle_bits = 4;
     k.tilt_bits = 1;
@@ -125,7 +132,7 @@ struct listmode_tof_key {
   /// calls of 1e7 events the defaults.
   static listmode_tof_key for_image(const image_geometry &geometry, std::size_t events) {
     listmode_tof_key k = for_image(geometry);
-    if (k.slab_bits > 0 || k.axis_bits > 0)
+    if (!unsliced(geometry))
       return k;
     while (k.angle_bits + k.tilt_bits > 4 &&
            double(events) < min_events_per_direction *

@@ -82,12 +82,12 @@ struct gpu_listmode_backend {
     }
   }
   /// Whether a backend of these events and this image owns a stencil
-  /// workspace: sorted TOF events on an image of at most
-  /// `gpu::listmode_tof_key::max_unsliced_voxels`.
+  /// workspace: sorted TOF events on an image the L2 holds
+  /// (`gpu::listmode_tof_key::unsliced`).
   static bool owns_stencil(const device_events &ev, const tof_params<float> &tof,
                            const image_geometry &g) {
     return tof.num_bins > 0 && ev.layout == lor_layout::sorted_events() &&
-           double(g.num_voxels()) <= gpu::listmode_tof_key::max_unsliced_voxels;
+           gpu::listmode_tof_key::unsliced(g);
   }
   int num_subsets() const { return events.num_subsets(); }
   std::size_t count(int k) const { return events.count(k); }
